@@ -14,13 +14,12 @@
 VERSION := 0.1.0
 BUILD ?= build
 
-PKGS := libmicrohttpd libcurl jansson libpq libsodium openssl libseccomp libzmq libcmark-gfm \
-        libcmark-gfm-extensions
+PKGS := libmicrohttpd libcurl jansson libpq libsodium openssl libseccomp libzmq libcmark-gfm
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lcap -lpthread -lm
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lcmark-gfm-extensions -lcap -lpthread -lm
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wstrict-prototypes -Wmissing-prototypes \
-        -Wno-unused-parameter -Wformat=2 -Wvla
+        -Wno-unused-parameter -Wno-missing-field-initializers -Wformat=2 -Wno-format-truncation -Wno-format-nonliteral -Wvla
 CPPFLAGS += -D_GNU_SOURCE -DTUSKO_VERSION='"$(VERSION)"' -Isrc -I$(BUILD)/gen
 BASE_CFLAGS := -std=c17 $(WARN) -g -fno-strict-aliasing -MMD -MP $(PKG_CFLAGS)
 
@@ -61,6 +60,14 @@ WEB_FILES := $(sort $(shell find web -type f ! -name '.*' 2>/dev/null))
 SKILL_FILES := $(sort $(shell find skills -type f ! -name '.*' 2>/dev/null))
 GEN_SRC := $(BUILD)/gen/embed_sql.c $(BUILD)/gen/embed_web.c $(BUILD)/gen/embed_skills.c
 
+ifeq ($(V),1)
+  Q :=
+  say = @true
+else
+  Q := @
+  say = @printf '  %-6s %s\n' $(1) $(2)
+endif
+
 objs = $(patsubst %.c,$(OBJ)/%.o,$(1))
 
 LIB_A := $(BUILD)/libtusko.a
@@ -85,21 +92,26 @@ tests: $(UNIT_BIN)
 
 $(OBJ)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(OBJ)/gen/%.o: $(BUILD)/gen/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes -c -o $@ $<
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes -c -o $@ $<
 
 $(BUILD)/gen/embed_sql.c: $(SQL_FILES) scripts/embed.sh
 	@mkdir -p $(dir $@)
-	scripts/embed.sh sql sql $@ $(SQL_FILES)
+	$(call say,EMBED,$@)
+	$(Q)scripts/embed.sh sql sql $@ $(SQL_FILES)
 $(BUILD)/gen/embed_web.c: $(WEB_FILES) scripts/embed.sh
 	@mkdir -p $(dir $@)
-	scripts/embed.sh web web $@ $(WEB_FILES)
+	$(call say,EMBED,$@)
+	$(Q)scripts/embed.sh web web $@ $(WEB_FILES)
 $(BUILD)/gen/embed_skills.c: $(SKILL_FILES) scripts/embed.sh
 	@mkdir -p $(dir $@)
-	scripts/embed.sh skills skills $@ $(SKILL_FILES)
+	$(call say,EMBED,$@)
+	$(Q)scripts/embed.sh skills skills $@ $(SKILL_FILES)
 
 $(LIB_A): $(call objs,$(LIB_SRC))
 $(APP_A): $(call objs,$(APP_SRC)) $(patsubst $(BUILD)/gen/%.c,$(OBJ)/gen/%.o,$(GEN_SRC))
@@ -109,28 +121,32 @@ $(BRD_A): $(call objs,$(BRD_SRC))
 $(BUILD)/%.a:
 	@mkdir -p $(dir $@)
 	@rm -f $@
-	ar rcs $@ $^
+	$(call say,AR,$@)
+	$(Q)ar rcs $@ $^
 
 $(BUILD)/tusko: $(OBJ)/src/app/main.o $(APP_A) $(LIB_A)
 $(BUILD)/tusko-sandboxd: $(OBJ)/src/sandboxd/main.o $(SBX_A) $(LIB_A)
 $(BUILD)/tusko-execd: $(OBJ)/src/execd/main.o $(EXD_A) $(LIB_A)
 $(BUILD)/tusko-browserd: $(OBJ)/src/browserd/main.o $(BRD_A) $(LIB_A)
 $(PROGRAMS):
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 # A unit test in tests/unit/<area>/ links against that area's archive.
 area_a = $(if $(filter lib,$(1)),,$(BUILD)/$(if $(filter app,$(1)),app,$(1)).a)
 .SECONDEXPANSION:
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/tk_test.h $$(call area_a,$$(firstword $$(subst /, ,$$*))) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) -Wno-missing-prototypes $(LDFLAGS) -o $@ $(filter %.c %.a,$^) $(PKG_LIBS)
+	$(call say,TEST,$@)
+	$(Q)$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) -Wno-missing-prototypes $(LDFLAGS) -o $@ $(filter %.c %.a,$^) $(PKG_LIBS)
 
 # Fuzz targets: clang + libFuzzer against the core compiled with sanitizers.
 fuzz-build:
 	@$(MAKE) --no-print-directory FUZZ=1 $(FUZZ_BIN)
 build/fuzz/bin/%: tests/fuzz/%.c $(LIB_A) $(EXD_A) $(APP_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes -fsanitize=fuzzer $(LDFLAGS) -o $@ $(filter %.c %.a,$^) $(PKG_LIBS)
+	$(call say,FUZZ,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes -fsanitize=fuzzer $(LDFLAGS) -o $@ $(filter %.c %.a,$^) $(PKG_LIBS)
 
 FUZZ_SECONDS ?= 60
 fuzz: fuzz-build

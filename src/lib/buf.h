@@ -1,0 +1,54 @@
+/*
+ * buf.h — a growable byte buffer with a hard cap set by its creator.
+ *
+ * Like curl's dynbuf: the buffer refuses to grow past `max` (TK_ETOOBIG) and
+ * never allocates more than max + 1 bytes. The data is always NUL-terminated
+ * (when allocated), so text can be used as a C string. Every buffer fed by the
+ * network is a tk_buf with a cap.
+ *
+ *   tk_buf b;
+ *   tk_buf_init(&b, 1 << 20);
+ *   if (tk_buf_append(&b, p, n) != TK_OK) ...   // over the cap: b unchanged
+ *   tk_buf_free(&b);
+ */
+#ifndef TK_BUF_H
+#define TK_BUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#include "lib/common.h"
+
+typedef struct {
+    char *data;  /* NULL until the first append */
+    size_t len;  /* bytes in use, not counting the NUL */
+    size_t size; /* bytes allocated */
+    size_t max;  /* hard cap on len */
+} tk_buf;
+
+void tk_buf_init(tk_buf *b, size_t max);
+void tk_buf_free(tk_buf *b);
+/* Empties the buffer, keeping its allocation. */
+void tk_buf_reset(tk_buf *b);
+
+/* Appends n bytes. TK_ETOOBIG leaves the buffer as it was. */
+tk_status tk_buf_append(tk_buf *b, const void *p, size_t n);
+tk_status tk_buf_append_str(tk_buf *b, const char *s);
+tk_status tk_buf_append_byte(tk_buf *b, char c);
+tk_status tk_buf_printf(tk_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+tk_status tk_buf_vprintf(tk_buf *b, const char *fmt, va_list ap);
+
+/* Makes room for n more bytes without changing len (TK_ETOOBIG past the cap). */
+tk_status tk_buf_reserve(tk_buf *b, size_t n);
+
+/* Removes the first n bytes (n <= len). */
+void tk_buf_consume(tk_buf *b, size_t n);
+
+/* Hands the data to the caller (free() it) and leaves the buffer empty.
+ * Returns an empty heap string when nothing was appended. */
+char *tk_buf_steal(tk_buf *b, size_t *len);
+
+/* Returns the content as a C string ("" when empty). Valid until the next change. */
+const char *tk_buf_cstr(const tk_buf *b);
+
+#endif

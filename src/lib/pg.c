@@ -1,0 +1,227 @@
+#include "lib/pg.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "lib/log.h"
+
+struct tk_pg_pool {
+    char *conninfo;
+    int size, open;
+    PGconn **idle;
+    int nidle;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+};
+
+static PGconn *pg_connect(const char *conninfo, char *err, size_t errlen)
+{
+    PGconn *c = PQconnectdb(conninfo);
+    if (!c)
+        tk_oom();
+    if (PQstatus(c) != CONNECTION_OK) {
+        const char *m = PQerrorMessage(c);
+        snprintf(err, errlen, "cannot connect to Postgres: %.*s", (int)strcspn(m, "\n"), m);
+        PQfinish(c);
+        return NULL;
+    }
+    return c;
+}
+
+tk_pg_pool *tk_pg_pool_new(const char *conninfo, int size, char *err, size_t errlen)
+{
+    PGconn *c = pg_connect(conninfo, err, errlen);
+    if (!c)
+        return NULL;
+    tk_pg_pool *p = tk_calloc(1, sizeof *p);
+    p->conninfo = tk_strdup(conninfo);
+    p->size = size > 0 ? size : 8;
+    p->idle = tk_calloc((size_t)p->size, sizeof *p->idle);
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->cond, NULL);
+    p->idle[p->nidle++] = c;
+    p->open = 1;
+    return p;
+}
+
+void tk_pg_pool_free(tk_pg_pool *p)
+{
+    if (!p)
+        return;
+    for (int i = 0; i < p->nidle; i++)
+        PQfinish(p->idle[i]);
+    free(p->idle);
+    free(p->conninfo);
+    pthread_mutex_destroy(&p->lock);
+    pthread_cond_destroy(&p->cond);
+    free(p);
+}
+
+PGconn *tk_pg_acquire(tk_pg_pool *p, int timeout_ms)
+{
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += timeout_ms / 1000;
+    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+    if (deadline.tv_nsec >= 1000000000) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        if (p->nidle > 0) {
+            PGconn *c = p->idle[--p->nidle];
+            pthread_mutex_unlock(&p->lock);
+            if (PQstatus(c) == CONNECTION_OK)
+                return c;
+            PQreset(c);
+            if (PQstatus(c) == CONNECTION_OK)
+                return c;
+            PQfinish(c);
+            pthread_mutex_lock(&p->lock);
+            p->open--;
+            continue;
+        }
+        if (p->open < p->size) {
+            p->open++;
+            pthread_mutex_unlock(&p->lock);
+            char err[256];
+            PGconn *c = pg_connect(p->conninfo, err, sizeof err);
+            if (c)
+                return c;
+            tk_warn("pg", "msg=\"%s\"", err);
+            pthread_mutex_lock(&p->lock);
+            p->open--;
+            pthread_cond_signal(&p->cond);
+            pthread_mutex_unlock(&p->lock);
+            return NULL;
+        }
+        if (pthread_cond_timedwait(&p->cond, &p->lock, &deadline) != 0) {
+            pthread_mutex_unlock(&p->lock);
+            tk_warn("pg", "msg=\"no free database connection\" pool=%d", p->size);
+            return NULL;
+        }
+    }
+}
+
+void tk_pg_release(tk_pg_pool *p, PGconn *c)
+{
+    if (!c)
+        return;
+    /* A connection left inside a transaction (an error path) is rolled back. */
+    if (PQstatus(c) == CONNECTION_OK && PQtransactionStatus(c) != PQTRANS_IDLE) {
+        PGresult *r = PQexec(c, "ROLLBACK");
+        PQclear(r);
+    }
+    pthread_mutex_lock(&p->lock);
+    if (PQstatus(c) != CONNECTION_OK || p->nidle >= p->size) {
+        PQfinish(c);
+        p->open--;
+    } else {
+        p->idle[p->nidle++] = c;
+    }
+    pthread_cond_signal(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+}
+
+PGresult *tk_pg_query(PGconn *c, const char *sql, int nparams, const char *const *params)
+{
+    PGresult *r = PQexecParams(c, sql, nparams, NULL, params, NULL, NULL, 0);
+    if (!r)
+        tk_oom();
+    if (!tk_pg_ok(r)) {
+        const char *m = PQresultErrorMessage(r);
+        tk_warn("pg", "msg=\"query failed\" sql=\"%.40s\" sqlstate=%s error=\"%.*s\"", sql,
+                tk_pg_sqlstate(r), (int)strcspn(m, "\n"), m);
+    }
+    return r;
+}
+
+int tk_pg_ok(const PGresult *r)
+{
+    ExecStatusType s = PQresultStatus(r);
+    return s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK;
+}
+
+tk_status tk_pg_exec(PGconn *c, const char *sql, int nparams, const char *const *params)
+{
+    PGresult *r = tk_pg_query(c, sql, nparams, params);
+    int ok = tk_pg_ok(r);
+    PQclear(r);
+    return ok ? TK_OK : TK_ERROR;
+}
+
+const char *tk_pg_sqlstate(const PGresult *r)
+{
+    const char *s = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    return s ? s : "";
+}
+
+/* The advisory lock key for migrations: a constant of our own. */
+#define MIGRATION_LOCK_KEY "7461736b6f01"
+
+static int simple(PGconn *c, const char *sql, char *err, size_t errlen)
+{
+    PGresult *r = PQexec(c, sql);
+    int ok = r && tk_pg_ok(r);
+    if (!ok) {
+        const char *m = r ? PQresultErrorMessage(r) : PQerrorMessage(c);
+        snprintf(err, errlen, "%.*s", (int)strcspn(m, "\n"), m);
+    }
+    PQclear(r);
+    return ok;
+}
+
+tk_status tk_pg_migrate(PGconn *c, const struct tk_embed_file *files, int *applied, char *err,
+                        size_t errlen)
+{
+    *applied = 0;
+    char e[512];
+    if (!simple(c, "BEGIN", e, sizeof e))
+        goto fail;
+    if (!simple(c, "SELECT pg_advisory_xact_lock(x'" MIGRATION_LOCK_KEY "'::bigint)", e, sizeof e))
+        goto fail;
+    if (!simple(c,
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                " version text PRIMARY KEY,"
+                " applied_at timestamptz NOT NULL DEFAULT now())",
+                e, sizeof e))
+        goto fail;
+    for (const struct tk_embed_file *f = files; f && f->name; f++) {
+        const char *p[1] = {f->name};
+        PGresult *r = tk_pg_query(c, "SELECT 1 FROM schema_migrations WHERE version = $1", 1, p);
+        if (!tk_pg_ok(r)) {
+            snprintf(e, sizeof e, "reading schema_migrations failed");
+            PQclear(r);
+            goto fail;
+        }
+        int done = PQntuples(r) > 0;
+        PQclear(r);
+        if (done)
+            continue;
+        if (!simple(c, (const char *)f->data, e, sizeof e)) {
+            char tmp[512];
+            snprintf(tmp, sizeof tmp, "%s", e);
+            snprintf(e, sizeof e, "migration %s failed: %s", f->name, tmp);
+            goto fail;
+        }
+        if (tk_pg_exec(c, "INSERT INTO schema_migrations (version) VALUES ($1)", 1, p) != TK_OK) {
+            snprintf(e, sizeof e, "recording migration %s failed", f->name);
+            goto fail;
+        }
+        tk_info("pg", "msg=\"migration applied\" version=%s", f->name);
+        (*applied)++;
+    }
+    if (!simple(c, "COMMIT", e, sizeof e))
+        goto fail;
+    return TK_OK;
+fail:
+    snprintf(err, errlen, "%s", e);
+    PGresult *r = PQexec(c, "ROLLBACK");
+    PQclear(r);
+    *applied = 0;
+    return TK_ERROR;
+}
