@@ -19,7 +19,7 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lcmark-gfm-extensions -lcap -lpthread -lm
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wstrict-prototypes -Wmissing-prototypes \
-        -Wno-unused-parameter -Wno-missing-field-initializers -Wformat=2 -Wno-format-truncation -Wno-format-nonliteral -Wvla
+        -Wno-unused-parameter -Wno-missing-field-initializers -Wformat=2 -Wno-format-nonliteral -Wvla
 CPPFLAGS += -D_GNU_SOURCE -DTUSKO_VERSION='"$(VERSION)"' -Isrc -I$(BUILD)/gen
 BASE_CFLAGS := -std=c17 $(WARN) -g -fno-strict-aliasing -MMD -MP $(PKG_CFLAGS)
 
@@ -35,9 +35,10 @@ else ifeq ($(FUZZ),1)
               -fno-omit-frame-pointer -DTK_FUZZING=1
   OPT := -O1
 else
-  CC ?= gcc
+  CC := gcc
   OPT := -O2
-  SANFLAGS :=
+  # snprintf truncation is our deliberate, safe behaviour for messages
+  SANFLAGS := -Wno-format-truncation
 endif
 
 CFLAGS ?=
@@ -138,7 +139,8 @@ area_a = $(if $(filter lib,$(1)),,$(BUILD)/$(if $(filter app,$(1)),app,$(1)).a)
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/tk_test.h $$(call area_a,$$(firstword $$(subst /, ,$$*))) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(call say,TEST,$@)
-	$(Q)$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) -Wno-missing-prototypes $(LDFLAGS) -o $@ $(filter %.c %.a,$^) $(PKG_LIBS)
+	@mkdir -p $(OBJ)/tests/$(dir $*)
+	$(Q)$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) -MF $(OBJ)/tests/$*.d -Wno-missing-prototypes $(LDFLAGS) -o $@ $(filter %.c %.a,$^) $(PKG_LIBS)
 
 # Fuzz targets: clang + libFuzzer against the core compiled with sanitizers.
 fuzz-build:

@@ -199,6 +199,7 @@ tk_status tk_httpc_json(const char *method, const char *url, const char *unix_so
 {
     *out = NULL;
     char *payload = body ? tk_json_dumps(body) : NULL;
+    json_decref(body);
     const char *hdrs[34];
     size_t k = 0;
     for (const char *const *h = headers; h && *h && k < 30; h++)

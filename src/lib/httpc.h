@@ -53,7 +53,7 @@ void tk_httpc_resp_free(tk_httpc_resp *resp);
 const char *tk_httpc_resp_header(const tk_httpc_resp *resp, const char *name, char *out,
                                  size_t outlen);
 
-/* A JSON call: sends body (may be NULL) and parses the response as JSON when it is
+/* A JSON call: sends body (may be NULL; the reference is stolen) and parses the response as JSON when it is
  * one (*out is NULL otherwise). Returns like tk_httpc_do. */
 tk_status tk_httpc_json(const char *method, const char *url, const char *unix_socket,
                         const char *const *headers, json_t *body, long timeout_ms, long *status,

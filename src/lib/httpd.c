@@ -67,6 +67,7 @@ struct tk_req {
     int status;
     struct hdr *headers;
     int deferred, suspended, queued;
+    int refs; /* MHD's, plus a worker's while it runs the handler */
     struct tk_req *qnext; /* worker queue */
 };
 
@@ -760,6 +761,7 @@ static void *uri_log_cb(void *cls, const char *uri, struct MHD_Connection *conn)
     r->arena = tk_arena_new(0);
     r->start_ns = tk_mono_ns();
     pthread_mutex_init(&r->lock, NULL);
+    r->refs = 1;
     const char *q = strchr(uri, '?');
     size_t plen = q ? (size_t)(q - uri) : strlen(uri);
     r->uri = tk_arena_strdup(r->arena, uri);
@@ -768,6 +770,28 @@ static void *uri_log_cb(void *cls, const char *uri, struct MHD_Connection *conn)
     r->max_body = h->cfg.max_body;
     tk_buf_init(&r->body, r->max_body);
     return r;
+}
+
+static void req_free(tk_req *r)
+{
+    if (r->json)
+        json_decref(r->json);
+    struct MHD_Response *resp = r->queued ? NULL : r->resp;
+    if (resp)
+        MHD_destroy_response(resp);
+    tk_buf_free(&r->body);
+    tk_arena_free(r->arena);
+    pthread_mutex_destroy(&r->lock);
+    free(r);
+}
+
+static void req_unref(tk_req *r)
+{
+    pthread_mutex_lock(&r->lock);
+    int last = --r->refs == 0;
+    pthread_mutex_unlock(&r->lock);
+    if (last)
+        req_free(r);
 }
 
 static void request_done(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -787,18 +811,7 @@ static void request_done(void *cls, struct MHD_Connection *conn, void **con_cls,
                r->path, r->status, ms, how);
         tk_log_set_request_id(NULL);
     }
-    if (r->json)
-        json_decref(r->json);
-    pthread_mutex_lock(&r->lock);
-    struct MHD_Response *resp = r->queued ? NULL : r->resp;
-    r->resp = NULL;
-    pthread_mutex_unlock(&r->lock);
-    if (resp)
-        MHD_destroy_response(resp);
-    tk_buf_free(&r->body);
-    tk_arena_free(r->arena);
-    pthread_mutex_destroy(&r->lock);
-    free(r);
+    req_unref(r);
 }
 
 static void fill_client_ip(tk_req *r)
@@ -901,6 +914,7 @@ static void *worker_main(void *arg)
             run_handler(r);
         if (!tk_req_responded(r) && !req_deferred(r))
             tk_respond_error(r, 500, "INTERNAL_ERROR", "the handler gave no response");
+        req_unref(r);
         pthread_mutex_lock(&h->lock);
     }
     pthread_mutex_unlock(&h->lock);
@@ -1010,6 +1024,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
                  * calling into MHD), then hand the request to a worker. */
                 pthread_mutex_lock(&r->lock);
                 r->suspended = 1;
+                r->refs++; /* the worker's */
                 MHD_suspend_connection(conn);
                 pthread_mutex_unlock(&r->lock);
                 pthread_mutex_lock(&h->lock);
@@ -1175,10 +1190,10 @@ tk_httpd *tk_httpd_start(const tk_httpd_config *cfg, const tk_route *routes, siz
                      MHD_USE_ERROR_LOG;
     struct MHD_OptionItem opts[16];
     int k = 0;
+    opts[k++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_logger, h};
     opts[k++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, h->listen_fd, NULL};
     opts[k++] = (struct MHD_OptionItem){MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)uri_log_cb, h};
     opts[k++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)request_done, h};
-    opts[k++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_logger, h};
     opts[k++] =
         (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, (intptr_t)h->cfg.max_connections, NULL};
     opts[k++] =

@@ -1,0 +1,666 @@
+/* The HTTP server wrapper and client, against each other on loopback. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+
+#include "lib/httpc.h"
+#include "lib/httpd.h"
+#include "lib/json.h"
+#include "lib/log.h"
+#include "lib/tktime.h"
+#include "tk_test.h"
+
+static int handler_calls;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static int quick_served, chunk1_seen;
+
+static void h_echo(tk_req *r, void *ud)
+{
+    handler_calls++;
+    const char *q = tk_req_query(r, "q");
+    tk_respond_json(r, 200,
+                    tk_json_obj("id", json_string(tk_req_param(r, "id")), "q",
+                                q ? json_string(q) : json_null(), "rest",
+                                json_string(tk_req_rest(r)), "method",
+                                json_string(tk_req_method(r)), NULL));
+}
+
+static void h_body(tk_req *r, void *ud)
+{
+    handler_calls++;
+    json_t *j = tk_req_json(r, 0);
+    if (!j)
+        return;
+    size_t len;
+    tk_req_body(r, &len);
+    tk_respond_json(r, 200, tk_json_obj("len", json_integer((json_int_t)len), "name",
+                                        json_string(tk_json_str_or(j, "name", "")), NULL));
+}
+
+static void h_blocking(tk_req *r, void *ud)
+{
+    /* Waits until a quick request was served meanwhile: proves this handler does
+     * not hold the event loop. */
+    pthread_mutex_lock(&mu);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 5;
+    while (!quick_served)
+        if (pthread_cond_timedwait(&cv, &mu, &ts) != 0)
+            break;
+    int ok = quick_served;
+    pthread_mutex_unlock(&mu);
+    tk_respond_json(r, ok ? 200 : 500, tk_json_obj("ok", json_boolean(ok), NULL));
+}
+
+static void h_quick(tk_req *r, void *ud)
+{
+    pthread_mutex_lock(&mu);
+    quick_served = 1;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+    tk_respond(r, 200, "text/plain", "quick", 5);
+}
+
+static void *later(void *arg)
+{
+    tk_sleep_ms(50);
+    tk_respond(arg, 201, "text/plain", "later", 5);
+    return NULL;
+}
+
+static void h_defer(tk_req *r, void *ud)
+{
+    tk_req_defer(r);
+    pthread_t t;
+    pthread_create(&t, NULL, later, r);
+    pthread_detach(t);
+}
+
+static void h_silent(tk_req *r, void *ud)
+{
+}
+
+struct producer {
+    tk_stream *s;
+    size_t max_pending;
+    int mode; /* 0: three chunks, wait for client; 1: bulk back-pressure; 2: until closed */
+    int closed_seen, on_close_called;
+};
+
+static void on_close(void *ud)
+{
+    struct producer *p = ud;
+    pthread_mutex_lock(&mu);
+    p->on_close_called = 1;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+}
+
+static struct producer prod;
+
+static void *produce(void *arg)
+{
+    struct producer *p = arg;
+    if (p->mode == 0) {
+        tk_stream_write(p->s, "chunk1\n", 7);
+        pthread_mutex_lock(&mu);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 5;
+        while (!chunk1_seen)
+            if (pthread_cond_timedwait(&cv, &mu, &ts) != 0)
+                break;
+        pthread_mutex_unlock(&mu);
+        tk_stream_write(p->s, chunk1_seen ? "chunk2\n" : "never\n", 7);
+    } else if (p->mode == 1) {
+        char block[16384];
+        memset(block, 'x', sizeof block);
+        for (int i = 0; i < 256; i++) {
+            if (tk_stream_write(p->s, block, sizeof block) != TK_OK)
+                break;
+            size_t pend = tk_stream_pending(p->s);
+            if (pend > p->max_pending)
+                p->max_pending = pend;
+        }
+    } else {
+        for (int i = 0; i < 2000; i++) {
+            if (tk_stream_write(p->s, "tick\n", 5) == TK_ECLOSED) {
+                p->closed_seen = 1;
+                break;
+            }
+            tk_sleep_ms(5);
+        }
+    }
+    tk_stream_close(p->s);
+    return NULL;
+}
+
+static void h_stream(tk_req *r, void *ud)
+{
+    prod.s = tk_respond_stream(r, 200, "text/plain");
+    prod.mode = atoi(tk_req_param(r, "mode"));
+    tk_stream_on_close(prod.s, on_close, &prod);
+    pthread_t t;
+    pthread_create(&t, NULL, produce, &prod);
+    pthread_detach(t);
+}
+
+static void h_sse(tk_req *r, void *ud)
+{
+    const char *last = tk_req_header(r, "Last-Event-ID");
+    int from = last ? atoi(last) : 0;
+    tk_stream *s = tk_respond_sse(r);
+    for (int i = from + 1; i <= 3; i++) {
+        char id[16], data[32];
+        snprintf(id, sizeof id, "%d", i);
+        snprintf(data, sizeof data, "event %d\nline two", i);
+        tk_stream_sse(s, id, "note", data, strlen(data));
+    }
+    if (tk_req_query(r, "wait")) {
+        /* keep the stream open long enough for a heartbeat */
+        tk_sleep_ms(2500);
+    }
+    tk_stream_close(s);
+}
+
+static int auth(tk_req *r, void *ud)
+{
+    const char *k = tk_req_header(r, "X-Key");
+    if (k && strcmp(k, "good") == 0)
+        return 0;
+    tk_respond_error(r, 401, "UNAUTHORIZED", "missing key");
+    return 1;
+}
+
+static tk_route routes[] = {
+    {"GET", "/items/{id}", h_echo, NULL, TK_ROUTE_PUBLIC},
+    {"*", "/proxy/{id}/*", h_echo, NULL, TK_ROUTE_PUBLIC},
+    {"POST", "/body", h_body, NULL, TK_ROUTE_PUBLIC, 1000},
+    {"GET", "/blocking", h_blocking, NULL, TK_ROUTE_PUBLIC | TK_ROUTE_BLOCKING},
+    {"GET", "/quick", h_quick, NULL, TK_ROUTE_PUBLIC},
+    {"GET", "/defer", h_defer, NULL, TK_ROUTE_PUBLIC},
+    {"GET", "/silent", h_silent, NULL, TK_ROUTE_PUBLIC},
+    {"GET", "/stream/{mode}", h_stream, NULL, TK_ROUTE_PUBLIC},
+    {"GET", "/sse", h_sse, NULL, TK_ROUTE_PUBLIC | TK_ROUTE_BLOCKING},
+    {"GET", "/private", h_quick, NULL, 0},
+};
+
+static tk_httpd *srv;
+static char base[64];
+
+static void start(unsigned timeout_s, unsigned max_conn)
+{
+    char err[256];
+    tk_log_set_level(TK_LOG_ERROR);
+    tk_httpd_config c = {.listen = "127.0.0.1:0",
+                         .name = "test",
+                         .heartbeat_s = 1,
+                         .timeout_s = timeout_s,
+                         .max_connections = max_conn,
+                         .stream_buffer = 64 * 1024,
+                         .auth = auth};
+    srv = tk_httpd_start(&c, routes, TK_ARRAY_LEN(routes), err, sizeof err);
+    if (!srv)
+        TK_TEST_FAIL("start: %s", err);
+    snprintf(base, sizeof base, "http://127.0.0.1:%d", tk_httpd_port(srv));
+}
+
+static long get(const char *path, tk_httpc_resp *resp, const char *const *headers)
+{
+    char url[256];
+    snprintf(url, sizeof url, "%s%s", base, path);
+    tk_httpc_req rq = {.url = url, .headers = headers, .timeout_ms = 10000};
+    tk_status st = tk_httpc_do(&rq, resp);
+    if (st != TK_OK)
+        TK_TEST_FAIL("GET %s: %s", path, resp->error);
+    return resp->status;
+}
+
+TEST(httpd_routes_params_query_and_request_id)
+{
+    start(0, 0);
+    tk_httpc_resp r;
+    CHECK_INT(get("/items/a%20b?q=x%2By", &r, NULL), ==, 200);
+    CHECK(strstr(tk_buf_cstr(&r.body), "\"id\":\"a b\"") != NULL);
+    CHECK(strstr(tk_buf_cstr(&r.body), "\"q\":\"x+y\"") != NULL);
+    char v[64];
+    CHECK(tk_httpc_resp_header(&r, "x-request-id", v, sizeof v) != NULL);
+    CHECK_INT(strlen(v), ==, 36);
+    tk_httpc_resp_free(&r);
+    const char *h[] = {"X-Request-ID: my-req-1", NULL};
+    CHECK_INT(get("/items/1", &r, h), ==, 200);
+    CHECK_STR(tk_httpc_resp_header(&r, "X-Request-ID", v, sizeof v), "my-req-1");
+    tk_httpc_resp_free(&r);
+    /* a hostile request id is replaced, not echoed */
+    const char *h2[] = {"X-Request-ID: a b<script>", NULL};
+    CHECK_INT(get("/items/1", &r, h2), ==, 200);
+    CHECK(strcmp(tk_httpc_resp_header(&r, "X-Request-ID", v, sizeof v), "a b<script>") != 0);
+    tk_httpc_resp_free(&r);
+    CHECK_INT(get("/proxy/s1/files/a%2Fb?path=x", &r, NULL), ==, 200);
+    CHECK(strstr(tk_buf_cstr(&r.body), "\"rest\":\"/files/a%2Fb\"") != NULL);
+    tk_httpc_resp_free(&r);
+    CHECK_INT(get("/proxy/s1", &r, NULL), ==, 200);
+    CHECK(strstr(tk_buf_cstr(&r.body), "\"rest\":\"/\"") != NULL);
+    tk_httpc_resp_free(&r);
+    tk_httpd_stop(srv);
+}
+
+TEST(httpd_errors_are_uniform_json)
+{
+    start(0, 0);
+    tk_httpc_resp r;
+    CHECK_INT(get("/nope", &r, NULL), ==, 404);
+    CHECK(strstr(tk_buf_cstr(&r.body), "\"code\":\"NOT_FOUND\"") != NULL);
+    CHECK(strstr(tk_buf_cstr(&r.body), "\"message\"") != NULL);
+    tk_httpc_resp_free(&r);
+    CHECK_INT(get("/body", &r, NULL), ==, 405);
+    tk_httpc_resp_free(&r);
+    CHECK_INT(get("/items/%zz", &r, NULL), ==, 400);
+    tk_httpc_resp_free(&r);
+    CHECK_INT(get("/items/a%00b", &r, NULL), ==, 400);
+    tk_httpc_resp_free(&r);
+    CHECK_INT(get("/silent", &r, NULL), ==, 500);
+    tk_httpc_resp_free(&r);
+    CHECK_INT(get("/private", &r, NULL), ==, 401);
+    CHECK(strstr(tk_buf_cstr(&r.body), "UNAUTHORIZED") != NULL);
+    tk_httpc_resp_free(&r);
+    const char *h[] = {"X-Key: good", NULL};
+    CHECK_INT(get("/private", &r, h), ==, 200);
+    tk_httpc_resp_free(&r);
+    tk_httpd_stop(srv);
+}
+
+static long post(const char *path, const char *body, size_t len, int chunked,
+                 tk_httpc_resp *resp)
+{
+    char url[256];
+    snprintf(url, sizeof url, "%s%s", base, path);
+    const char *hc[] = {"Content-Type: application/json", "Transfer-Encoding: chunked", NULL};
+    const char *hn[] = {"Content-Type: application/json", NULL};
+    tk_httpc_req rq = {.url = url,
+                       .method = "POST",
+                       .body = body,
+                       .body_len = len,
+                       .headers = chunked ? hc : hn,
+                       .timeout_ms = 10000};
+    tk_status st = tk_httpc_do(&rq, resp);
+    if (st != TK_OK)
+        return -1;
+    return resp->status;
+}
+
+TEST(httpd_body_cap_exact_and_one_over)
+{
+    start(0, 0);
+    char body[1100];
+    memset(body, ' ', sizeof body);
+    memcpy(body, "{\"name\":\"n\"}", 12);
+    tk_httpc_resp r;
+    handler_calls = 0;
+    CHECK_INT(post("/body", body, 1000, 0, &r), ==, 200);
+    CHECK(strstr(tk_buf_cstr(&r.body), "\"len\":1000") != NULL);
+    tk_httpc_resp_free(&r);
+    CHECK_INT(handler_calls, ==, 1);
+    /* one byte over, with Content-Length: refused before the body is read */
+    CHECK_INT(post("/body", body, 1001, 0, &r), ==, 413);
+    CHECK(strstr(tk_buf_cstr(&r.body), "PAYLOAD_TOO_LARGE") != NULL);
+    tk_httpc_resp_free(&r);
+    /* one byte over, chunked (no length known up front) */
+    CHECK_INT(post("/body", body, 1001, 1, &r), ==, 413);
+    tk_httpc_resp_free(&r);
+    CHECK_INT(post("/body", body, 1000, 1, &r), ==, 200);
+    tk_httpc_resp_free(&r);
+    CHECK_INT(handler_calls, ==, 2); /* the refused ones never reached the handler */
+    CHECK_INT(post("/body", "{\"name\":", 8, 0, &r), ==, 400);
+    CHECK(strstr(tk_buf_cstr(&r.body), "INVALID_JSON") != NULL);
+    tk_httpc_resp_free(&r);
+    CHECK_INT(post("/body", "", 0, 0, &r), ==, 400);
+    tk_httpc_resp_free(&r);
+    tk_httpd_stop(srv);
+}
+
+static void *blocking_client(void *arg)
+{
+    tk_httpc_resp *r = arg;
+    get("/blocking", r, NULL);
+    return NULL;
+}
+
+TEST(httpd_blocking_route_does_not_hold_the_event_loop)
+{
+    start(0, 0);
+    quick_served = 0;
+    tk_httpc_resp rb, rq;
+    pthread_t t;
+    pthread_create(&t, NULL, blocking_client, &rb);
+    tk_sleep_ms(100);
+    CHECK_INT(get("/quick", &rq, NULL), ==, 200);
+    pthread_join(t, NULL);
+    CHECK_INT(rb.status, ==, 200);
+    tk_httpc_resp_free(&rb);
+    tk_httpc_resp_free(&rq);
+    tk_httpd_stop(srv);
+}
+
+TEST(httpd_deferred_response_from_another_thread)
+{
+    start(0, 0);
+    tk_httpc_resp r;
+    CHECK_INT(get("/defer", &r, NULL), ==, 201);
+    CHECK_STR(tk_buf_cstr(&r.body), "later");
+    tk_httpc_resp_free(&r);
+    tk_httpd_stop(srv);
+}
+
+static int on_chunk(const char *d, size_t n, void *ud)
+{
+    tk_buf *b = ud;
+    tk_buf_append(b, d, n);
+    if (strstr(tk_buf_cstr(b), "chunk1")) {
+        pthread_mutex_lock(&mu);
+        chunk1_seen = 1;
+        pthread_cond_broadcast(&cv);
+        pthread_mutex_unlock(&mu);
+    }
+    return 0;
+}
+
+TEST(httpd_stream_arrives_incrementally)
+{
+    start(0, 0);
+    memset(&prod, 0, sizeof prod);
+    chunk1_seen = 0;
+    tk_buf got;
+    tk_buf_init(&got, 1 << 20);
+    char url[128];
+    snprintf(url, sizeof url, "%s/stream/0", base);
+    tk_httpc_req rq = {.url = url, .on_data = on_chunk, .ud = &got, .timeout_ms = 10000};
+    tk_httpc_resp r;
+    CHECK(tk_httpc_do(&rq, &r) == TK_OK);
+    /* chunk2 is written only after the client saw chunk1 */
+    CHECK_STR(tk_buf_cstr(&got), "chunk1\nchunk2\n");
+    tk_httpc_resp_free(&r);
+    tk_buf_free(&got);
+    tk_httpd_stop(srv);
+}
+
+static int slow_reader(const char *d, size_t n, void *ud)
+{
+    size_t *total = ud;
+    *total += n;
+    tk_sleep_ms(1);
+    return 0;
+}
+
+TEST(httpd_stream_back_pressure_bounds_the_queue)
+{
+    start(0, 0);
+    memset(&prod, 0, sizeof prod);
+    size_t total = 0;
+    char url[128];
+    snprintf(url, sizeof url, "%s/stream/1", base);
+    tk_httpc_req rq = {.url = url, .on_data = slow_reader, .ud = &total, .timeout_ms = 60000};
+    tk_httpc_resp r;
+    CHECK(tk_httpc_do(&rq, &r) == TK_OK);
+    CHECK_INT(total, ==, 256 * 16384);
+    /* the writer waited instead of queueing 4 MiB: at most the buffer plus one write */
+    CHECK_INT(prod.max_pending, <=, 64 * 1024 + 16384);
+    tk_httpc_resp_free(&r);
+    tk_httpd_stop(srv);
+}
+
+static int stop_after_some(const char *d, size_t n, void *ud)
+{
+    size_t *total = ud;
+    *total += n;
+    return *total > 20;
+}
+
+TEST(httpd_stream_notices_client_gone)
+{
+    start(0, 0);
+    memset(&prod, 0, sizeof prod);
+    size_t total = 0;
+    char url[128];
+    snprintf(url, sizeof url, "%s/stream/2", base);
+    tk_httpc_req rq = {.url = url, .on_data = stop_after_some, .ud = &total};
+    tk_httpc_resp r;
+    CHECK(tk_httpc_do(&rq, &r) == TK_AGAIN);
+    tk_httpc_resp_free(&r);
+    pthread_mutex_lock(&mu);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 8;
+    while (!prod.on_close_called)
+        if (pthread_cond_timedwait(&cv, &mu, &ts) != 0)
+            break;
+    pthread_mutex_unlock(&mu);
+    CHECK(prod.on_close_called);
+    for (int i = 0; i < 200 && !prod.closed_seen; i++)
+        tk_sleep_ms(10);
+    CHECK(prod.closed_seen);
+    tk_httpd_stop(srv);
+}
+
+struct sse_got {
+    int n;
+    char ids[8][8];
+    char data[8][64];
+};
+
+static int on_ev(const tk_sse_event *e, void *ud)
+{
+    struct sse_got *g = ud;
+    if (g->n < 8) {
+        snprintf(g->ids[g->n], 8, "%s", e->id);
+        snprintf(g->data[g->n], 64, "%s", e->data);
+    }
+    g->n++;
+    return 0;
+}
+
+TEST(httpd_sse_framing_resume_and_heartbeat)
+{
+    start(0, 0);
+    struct sse_got g = {0};
+    char url[128];
+    snprintf(url, sizeof url, "%s/sse", base);
+    tk_httpc_req rq = {.url = url, .on_sse = on_ev, .ud = &g};
+    tk_httpc_resp r;
+    CHECK(tk_httpc_do(&rq, &r) == TK_OK);
+    char ct[64];
+    CHECK_STR(tk_httpc_resp_header(&r, "Content-Type", ct, sizeof ct), "text/event-stream");
+    CHECK_INT(g.n, ==, 3);
+    CHECK_STR(g.data[0], "event 1\nline two");
+    CHECK_STR(g.ids[2], "3");
+    tk_httpc_resp_free(&r);
+    /* resume after event 1 */
+    memset(&g, 0, sizeof g);
+    const char *h[] = {"Last-Event-ID: 1", NULL};
+    rq.headers = h;
+    CHECK(tk_httpc_do(&rq, &r) == TK_OK);
+    CHECK_INT(g.n, ==, 2);
+    CHECK_STR(g.ids[0], "2");
+    tk_httpc_resp_free(&r);
+    /* a heartbeat comment arrives on an idle stream */
+    tk_buf raw;
+    tk_buf_init(&raw, 1 << 16);
+    snprintf(url, sizeof url, "%s/sse?wait=1", base);
+    tk_httpc_req rq2 = {.url = url, .on_data = (int (*)(const char *, size_t, void *))on_chunk,
+                        .ud = &raw};
+    CHECK(tk_httpc_do(&rq2, &r) == TK_OK);
+    CHECK(strstr(tk_buf_cstr(&raw), ": ping\n\n") != NULL);
+    tk_httpc_resp_free(&r);
+    tk_buf_free(&raw);
+    tk_httpd_stop(srv);
+}
+
+static int raw_connect(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)tk_httpd_port(srv))};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
+        TK_TEST_FAIL("connect: %s", strerror(errno));
+    struct timeval tv = {10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    return fd;
+}
+
+static int read_all(int fd, char *buf, size_t cap)
+{
+    size_t n = 0;
+    for (;;) {
+        ssize_t r = recv(fd, buf + n, cap - 1 - n, 0);
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+        if (n >= cap - 1)
+            break;
+    }
+    buf[n] = 0;
+    return (int)n;
+}
+
+TEST(httpd_malformed_and_slow_clients)
+{
+    start(1, 0);
+    char buf[4096];
+    int fd = raw_connect();
+    const char *junk = "GARBAGE\r\n\r\n";
+    send(fd, junk, strlen(junk), 0);
+    read_all(fd, buf, sizeof buf);
+    CHECK(strstr(buf, " 200 ") == NULL);
+    close(fd);
+    /* a client that sends half a request and stalls is dropped by the timeout */
+    fd = raw_connect();
+    send(fd, "GET /items/1 HTTP/1.1\r\nHost: x\r\n", 32, 0);
+    int64_t t0 = tk_mono_ms();
+    int n = read_all(fd, buf, sizeof buf);
+    CHECK_INT(n, ==, 0);
+    CHECK_INT(tk_mono_ms() - t0, <, 9000);
+    close(fd);
+    /* headers larger than the per-connection memory limit are refused */
+    fd = raw_connect();
+    tk_buf req;
+    tk_buf_init(&req, 1 << 20);
+    tk_buf_append_str(&req, "GET /items/1 HTTP/1.1\r\nHost: x\r\nX-Big: ");
+    for (int i = 0; i < 100000; i++)
+        tk_buf_append_byte(&req, 'a');
+    tk_buf_append_str(&req, "\r\n\r\n");
+    send(fd, req.data, req.len, MSG_NOSIGNAL);
+    read_all(fd, buf, sizeof buf);
+    CHECK(strstr(buf, " 200 ") == NULL);
+    tk_buf_free(&req);
+    close(fd);
+    /* the server still serves */
+    tk_httpc_resp r;
+    CHECK_INT(get("/items/1", &r, NULL), ==, 200);
+    tk_httpc_resp_free(&r);
+    tk_httpd_stop(srv);
+}
+
+TEST(httpd_connection_limit)
+{
+    /* At the limit the server accepts no more: a further client waits in the
+     * kernel's backlog, costing the server nothing, until a slot frees. */
+    start(30, 4);
+    int fds[4];
+    for (int i = 0; i < 4; i++)
+        fds[i] = raw_connect();
+    tk_sleep_ms(100);
+    int fd = raw_connect();
+    struct timeval tv = {1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char buf[512];
+    send(fd, "GET /items/1 HTTP/1.1\r\nHost: x\r\n\r\n", 35, MSG_NOSIGNAL);
+    ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
+    CHECK_INT(n, ==, -1); /* no answer while the four are open */
+    for (int i = 0; i < 4; i++)
+        close(fds[i]);
+    tv.tv_sec = 10;
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    n = recv(fd, buf, sizeof buf - 1, 0);
+    CHECK_INT(n, >, 0);
+    buf[n] = 0;
+    CHECK(strstr(buf, " 200 ") != NULL);
+    close(fd);
+    tk_httpd_stop(srv);
+}
+
+TEST(httpd_unix_socket)
+{
+    char err[256], path[64];
+    snprintf(path, sizeof path, "/tmp/tk-httpd-%d.sock", getpid());
+    char listen[80];
+    snprintf(listen, sizeof listen, "unix:%s", path);
+    tk_httpd_config c = {.listen = listen, .name = "test"};
+    srv = tk_httpd_start(&c, routes, TK_ARRAY_LEN(routes), err, sizeof err);
+    CHECK(srv != NULL);
+    struct stat st;
+    CHECK(stat(path, &st) == 0);
+    CHECK_INT(st.st_mode & 0777, ==, 0600);
+    tk_httpc_req rq = {.url = "http://sandbox/items/u1", .unix_socket = path};
+    tk_httpc_resp r;
+    CHECK(tk_httpc_do(&rq, &r) == TK_OK);
+    CHECK_INT(r.status, ==, 200);
+    CHECK(strstr(tk_buf_cstr(&r.body), "u1") != NULL);
+    tk_httpc_resp_free(&r);
+    tk_httpd_stop(srv);
+    CHECK(stat(path, &st) != 0);
+}
+
+TEST(httpc_response_cap_and_json_helper)
+{
+    start(0, 0);
+    char url[128];
+    snprintf(url, sizeof url, "%s/stream/1", base);
+    tk_httpc_req rq = {.url = url, .max_response = 1000};
+    tk_httpc_resp r;
+    CHECK(tk_httpc_do(&rq, &r) == TK_ETOOBIG);
+    CHECK_INT(r.body.len, <=, 1000);
+    tk_httpc_resp_free(&r);
+    snprintf(url, sizeof url, "%s/body", base);
+    long status;
+    json_t *out;
+    char err[256];
+    CHECK(tk_httpc_json("POST", url, NULL, NULL, tk_json_obj("name", json_string("zed"), NULL),
+                        5000, &status, &out, err, sizeof err) == TK_OK);
+    CHECK_INT(status, ==, 200);
+    CHECK_STR(tk_json_str(out, "name"), "zed");
+    json_decref(out);
+    /* a refused connection is an error with a message, not a crash */
+    CHECK(tk_httpc_json("GET", "http://127.0.0.1:1/x", NULL, NULL, NULL, 2000, &status, &out, err,
+                        sizeof err) == TK_ERROR);
+    CHECK(strlen(err) > 0);
+    tk_httpd_stop(srv);
+}
+
+TEST(listen_parse)
+{
+    char host[64], path[108];
+    int port;
+    CHECK(tk_listen_parse("127.0.0.1:8080", host, sizeof host, &port, path, sizeof path) ==
+          TK_OK);
+    CHECK_STR(host, "127.0.0.1");
+    CHECK_INT(port, ==, 8080);
+    CHECK(tk_listen_parse("[::1]:0", host, sizeof host, &port, path, sizeof path) == TK_OK);
+    CHECK_STR(host, "::1");
+    CHECK(tk_listen_parse(":9", host, sizeof host, &port, path, sizeof path) == TK_OK);
+    CHECK_STR(host, "0.0.0.0");
+    CHECK(tk_listen_parse("unix:/run/x.sock", host, sizeof host, &port, path, sizeof path) ==
+          TK_OK);
+    CHECK_STR(path, "/run/x.sock");
+    CHECK(tk_listen_parse("nohost", host, sizeof host, &port, path, sizeof path) == TK_EINVAL);
+    CHECK(tk_listen_parse("1.2.3.4:99999", host, sizeof host, &port, path, sizeof path) ==
+          TK_EINVAL);
+    CHECK(tk_listen_parse("[::1:80", host, sizeof host, &port, path, sizeof path) == TK_EINVAL);
+    CHECK(tk_listen_parse("unix:", host, sizeof host, &port, path, sizeof path) == TK_EINVAL);
+}
+
+TEST_MAIN()
