@@ -148,7 +148,8 @@ fuzz-build:
 build/fuzz/bin/%: tests/fuzz/%.c $(LIB_A) $(EXD_A) $(APP_A)
 	@mkdir -p $(dir $@)
 	$(call say,FUZZ,$@)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes -fsanitize=fuzzer $(LDFLAGS) -o $@ $(filter %.c %.a,$^) $(PKG_LIBS)
+	@mkdir -p $(OBJ)/fuzz
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -MF $(OBJ)/fuzz/$*.d -Wno-missing-prototypes -fsanitize=fuzzer $(LDFLAGS) -o $@ $(filter %.c %.a,$^) $(PKG_LIBS)
 
 FUZZ_SECONDS ?= 60
 fuzz: fuzz-build

@@ -17,7 +17,7 @@ static char *opt_listen, *opt_database_url;
 
 static tk_setting settings[] = {
     {"TUSKO_LISTEN", "listen", TK_SET_STR, "127.0.0.1:8080", "address to serve the UI and API on",
-     .out = &opt_listen},
+     .out = &opt_listen, .check = tk_config_check_listen},
     {"DATABASE_URL", "database-url", TK_SET_STR, NULL, "Postgres connection URL",
      .flags = TK_SET_REQUIRED | TK_SET_SECRET, .out = &opt_database_url},
 };

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "lib/httpd.h"
 #include "lib/tktime.h"
 
 tk_status tk_config_parse_bool(const char *v, int *out)
@@ -137,6 +138,16 @@ tk_status tk_config_load(tk_setting *s, size_t n, int argc, char **argv, int *ar
     if (argi)
         *argi = a;
     for (size_t i = 0; i < n; i++) {
+        if (s[i].check && s[i].type == TK_SET_STR && *(char **)s[i].out) {
+            char msg[256] = "";
+            if (s[i].check(*(char **)s[i].out, msg, sizeof msg) != 0) {
+                snprintf(err, errlen, "%s: \"%s\" %s", s[i].env,
+                         (s[i].flags & TK_SET_SECRET) ? "(secret)" : *(char **)s[i].out, msg);
+                return TK_EINVAL;
+            }
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
         if ((s[i].flags & TK_SET_REQUIRED) && s[i].type == TK_SET_STR && !*(char **)s[i].out) {
             snprintf(err, errlen, "%s is required but not set", s[i].env);
             return TK_EINVAL;
@@ -174,4 +185,24 @@ void tk_config_free(tk_setting *s, size_t n)
             *out = NULL;
         }
     }
+}
+
+int tk_config_check_listen(const char *value, char *msg, size_t msglen)
+{
+    char host[128], path[108];
+    int port;
+    if (tk_listen_parse(value, host, sizeof host, &port, path, sizeof path) != TK_OK) {
+        snprintf(msg, msglen, "is not a listen address (use host:port, [v6]:port or unix:/path)");
+        return 1;
+    }
+    return 0;
+}
+
+int tk_config_check_url(const char *value, char *msg, size_t msglen)
+{
+    if (strncmp(value, "http://", 7) != 0 && strncmp(value, "https://", 8) != 0) {
+        snprintf(msg, msglen, "is not an http:// or https:// URL");
+        return 1;
+    }
+    return 0;
 }

@@ -49,6 +49,9 @@ typedef struct {
     int64_t min, max; /* for INT and DURATION; both 0 means unchecked */
     unsigned flags;
     void *out;
+    /* Optional check of a string value once loaded: returns non-zero with a
+     * message (without the variable's name, which is prefixed) to refuse it. */
+    int (*check)(const char *value, char *msg, size_t msglen);
     /* Filled by tk_config_load: where the value came from ("default", "env", "flag"). */
     const char *source;
 } tk_setting;
@@ -66,6 +69,11 @@ void tk_config_usage(FILE *f, const tk_setting *s, size_t n);
 
 /* Frees the strings tk_config_load allocated. */
 void tk_config_free(tk_setting *s, size_t n);
+
+/* A check for listen addresses (host:port, [v6]:port, unix:/path). */
+int tk_config_check_listen(const char *value, char *msg, size_t msglen);
+/* A check for http(s) URLs. */
+int tk_config_check_url(const char *value, char *msg, size_t msglen);
 
 /* Parses a boolean word. */
 tk_status tk_config_parse_bool(const char *v, int *out);

@@ -17,6 +17,11 @@ struct tk_pg_pool {
     pthread_cond_t cond;
 };
 
+static void notice_to_log(void *arg, const char *message)
+{
+    tk_debug("pg", "msg=\"notice\" text=\"%.*s\"", (int)strcspn(message, "\n"), message);
+}
+
 static PGconn *pg_connect(const char *conninfo, char *err, size_t errlen)
 {
     PGconn *c = PQconnectdb(conninfo);
@@ -28,6 +33,7 @@ static PGconn *pg_connect(const char *conninfo, char *err, size_t errlen)
         PQfinish(c);
         return NULL;
     }
+    PQsetNoticeProcessor(c, notice_to_log, NULL);
     return c;
 }
 
@@ -181,6 +187,8 @@ tk_status tk_pg_migrate(PGconn *c, const struct tk_embed_file *files, int *appli
     *applied = 0;
     char e[512];
     if (!simple(c, "BEGIN", e, sizeof e))
+        goto fail;
+    if (!simple(c, "SET LOCAL client_min_messages = warning", e, sizeof e))
         goto fail;
     if (!simple(c, "SELECT pg_advisory_xact_lock(x'" MIGRATION_LOCK_KEY "'::bigint)", e, sizeof e))
         goto fail;

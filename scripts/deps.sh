@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# deps.sh — installs the Debian packages Tusko needs to build, run and test, with
+# apt-get, idempotently: only what is missing is installed, and nothing at all
+# happens when everything is present. Not root? It prints the command to run.
+#
+#   scripts/deps.sh            everything (build, run, test)
+#   scripts/deps.sh --check    exit 1 and list what is missing, install nothing
+set -euo pipefail
+
+# Build: compilers, formatter, the C libraries (see the Makefile's PKGS).
+build=(gcc make pkg-config clang libclang-rt-14-dev clang-format cppcheck
+  libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libpq-dev libssl-dev libsodium-dev
+  libcmark-gfm-dev libcmark-gfm-extensions-dev libseccomp-dev libcap-dev libzmq3-dev
+  libidn2-dev)
+# Run: the database, the sandbox image builder, namespaces and networking tools.
+run=(postgresql-15 debootstrap iproute2 util-linux ca-certificates curl)
+# Test: Node.js for the harness (skipped when a node is already installed), the
+# comparison runtimes for benchmarks.
+test=(bubblewrap)
+
+want=("${build[@]}" "${run[@]}" "${test[@]}")
+command -v node >/dev/null 2>&1 || want+=(nodejs npm)
+
+missing=()
+for p in "${want[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ "${1:-}" = "--check" ]; then
+  [ ${#missing[@]} -eq 0 ] && exit 0
+  echo "missing: ${missing[*]}"
+  exit 1
+fi
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+cmd="apt-get install -y --no-install-recommends ${missing[*]}"
+if [ "$(id -u)" != 0 ]; then
+  echo "deps.sh: these Debian packages are missing: ${missing[*]}"
+  echo "deps.sh: as root, run:"
+  echo "    apt-get update && $cmd"
+  exit 1
+fi
+echo "deps.sh: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# Refresh the package lists once when they are absent or older than a day.
+if [ -z "$(find /var/lib/apt/lists -maxdepth 1 -name '*_Packages' -mtime -1 2>/dev/null | head -1)" ]; then
+  apt-get update -q || echo "deps.sh: apt-get update failed; trying with the lists at hand" >&2
+fi
+if ! $cmd; then
+  echo "deps.sh: installing failed; retrying after apt-get update" >&2
+  apt-get update -q
+  $cmd
+fi

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# run.sh — `make run`: starts the whole stack on this machine and stops it all on
+# Ctrl-C. Everything lives under var/ (or $TUSKO_VAR): the Postgres cluster,
+# generated secrets, logs and the sandbox image.
+#
+# Settings come from the environment and from a .env file at the root (see
+# .env.example). What run.sh provides when unset:
+#   DATABASE_URL          the private cluster in var/pg
+#   SANDBOXD_API_KEY      generated once into var/secrets/, shared with tusko as
+#                         OPENSANDBOX_API_KEY (with OPENSANDBOX_URL pointing at
+#                         the local tusko-sandboxd)
+#   BROWSERD_API_KEY      likewise, as STEEL_API_KEY with STEEL_URL
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+VAR=${TUSKO_VAR:-$ROOT/var}
+BUILD=${TUSKO_BUILD:-$ROOT/build}
+mkdir -p "$VAR/log" "$VAR/secrets"
+chmod 700 "$VAR/secrets"
+
+if [ -f .env ]; then
+  set -a
+  # shellcheck disable=SC1091
+  . ./.env
+  set +a
+fi
+
+say() { printf '\033[1m%s\033[0m\n' "$*"; }
+secret() { # name → a random secret kept in var/secrets/name
+  local f=$VAR/secrets/$1
+  [ -s "$f" ] || (umask 077 && head -c 24 /dev/urandom | base64 | tr -d '/+=' >"$f")
+  cat "$f"
+}
+
+pids=()
+stopping=0
+stop_all() {
+  [ "$stopping" = 1 ] && return
+  stopping=1
+  trap - INT TERM EXIT
+  echo
+  say "stopping…"
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill -TERM "${pids[$i]}" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do
+    for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+  done
+  scripts/pg.sh stop "$VAR/pg" || true
+  say "stopped; nothing left running"
+  exit 0
+}
+trap stop_all INT TERM EXIT
+
+# start NAME ENV... — starts build/NAME with extra environment, waits for its
+# "listening" line, prints where it is.
+start() {
+  local name=$1
+  shift
+  local log=$VAR/log/$name.log
+  : >"$log"
+  env "$@" "$BUILD/$name" >>"$log" 2>&1 &
+  local pid=$!
+  pids+=("$pid")
+  for _ in $(seq 300); do
+    if grep -q 'msg="listening"' "$log"; then
+      local url
+      url=$(grep -o 'msg="listening" url=[^ ]*' "$log" | head -1 | sed 's/.*url=//')
+      printf '  %-16s %s  (log: %s)\n' "$name" "$url" "${log#"$ROOT"/}"
+      return 0
+    fi
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "$name failed to start:" >&2
+      tail -20 "$log" >&2
+      return 1
+    fi
+    sleep 0.1
+  done
+  echo "$name did not start within 30 s; see $log" >&2
+  return 1
+}
+
+say "Postgres (var/pg)"
+pg_url=$(scripts/pg.sh start "$VAR/pg")
+export DATABASE_URL=${DATABASE_URL:-$pg_url}
+
+if [ -x images/sandbox/build.sh ]; then
+  say "sandbox image"
+  SANDBOX_IMAGE_DIR=${SANDBOX_IMAGE_DIR:-$(TUSKO_VAR=$VAR images/sandbox/build.sh --print-path)}
+  export SANDBOX_IMAGE_DIR
+fi
+
+export SANDBOXD_API_KEY=${SANDBOXD_API_KEY:-$(secret sandboxd_api_key)}
+export BROWSERD_API_KEY=${BROWSERD_API_KEY:-$(secret browserd_api_key)}
+SANDBOXD_LISTEN=${SANDBOXD_LISTEN:-127.0.0.1:8081}
+BROWSERD_LISTEN=${BROWSERD_LISTEN:-127.0.0.1:8082}
+TUSKO_LISTEN=${TUSKO_LISTEN:-127.0.0.1:8080}
+
+say "services"
+start tusko-sandboxd SANDBOXD_LISTEN="$SANDBOXD_LISTEN" SANDBOXD_STATE_DIR="${SANDBOXD_STATE_DIR:-$VAR/sandboxd}" \
+  SANDBOX_EXECD_PATH="${SANDBOX_EXECD_PATH:-$BUILD/tusko-execd}"
+start tusko-browserd BROWSERD_LISTEN="$BROWSERD_LISTEN"
+export OPENSANDBOX_URL=${OPENSANDBOX_URL:-http://$SANDBOXD_LISTEN}
+export OPENSANDBOX_API_KEY=${OPENSANDBOX_API_KEY:-$SANDBOXD_API_KEY}
+export STEEL_URL=${STEEL_URL:-http://$BROWSERD_LISTEN}
+export STEEL_API_KEY=${STEEL_API_KEY:-$BROWSERD_API_KEY}
+start tusko TUSKO_LISTEN="$TUSKO_LISTEN"
+
+echo
+say "Tusko is running: open http://$TUSKO_LISTEN/"
+echo "Press Ctrl-C to stop everything."
+wait -n "${pids[@]}" || true
+echo "a service exited unexpectedly; see var/log/" >&2
+exit 1
