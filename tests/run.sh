@@ -52,6 +52,12 @@ counts() {
 section() { printf '\n=== %s ===\n' "$1"; }
 want() { [ -z "$ONLY" ] || [ "$ONLY" = "$1" ]; }
 
+# --- test dependencies (npm, pinned by tests/package-lock.json) ---
+if [ ! -d tests/node_modules ] || [ tests/package-lock.json -nt tests/node_modules/.package-lock.json ]; then
+  echo "installing test dependencies (npm ci in tests/)"
+  (cd tests && npm ci --no-audit --no-fund --loglevel=error) || { echo "npm ci failed"; echo "0 passed, 1 failed"; exit 1; }
+fi
+
 # --- services ---
 export TUSKO_TEST_PG_DIR=$OUT/pg
 scripts/pg.sh stop "$TUSKO_TEST_PG_DIR" >/dev/null 2>&1
