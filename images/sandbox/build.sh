@@ -29,11 +29,11 @@ python_pptx_version=1.0.2
 mode=build
 case "${1:-}" in
 '') ;;
---print-path) mode=path ;;
---check) mode=check ;;
---hash) mode=hash ;;
+--print-path) mode='path' ;;
+--check) mode='check' ;;
+--hash) mode='hash' ;;
 -h | --help)
-  sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
   exit 0
   ;;
 *)
@@ -180,6 +180,7 @@ step() {
 # the host's .deb cache mounted, all in a private mount namespace (so the mounts
 # vanish with it, even if the build is killed).
 in_root() {
+  # shellcheck disable=SC2016 # expanded by the inner shell
   unshare --mount --propagation private -- /bin/sh -euc '
     root=$1 cache=$2
     shift 2
@@ -319,6 +320,7 @@ do_finalize() {
   human=$(du -sh "$root" | cut -f1)
   pptx=$(node -p 'require(process.argv[1]).version' "$root/usr/local/lib/node_modules/pptxgenjs/package.json")
   [[ -f $tmp/python-pptx ]] && pypptx=true
+  # shellcheck disable=SC2016 # dpkg-query's format, not the shell's
   chroot "$root" dpkg-query -W -f '${Package} ${Version}\n' >"$tmp/packages.lock"
   cat >"$tmp/image.json" <<EOF
 {
