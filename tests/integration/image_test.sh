@@ -156,6 +156,8 @@ if [[ -x $execd ]]; then
   else
     not_ok "the host's build/tusko-execd finds all its libraries in the image" "$out"
   fi
+  check "the host's build/tusko-execd runs in the image (--version, as the sandbox user)" \
+    in_image --user --execd "$(dirname "$execd")" /opt/tusko/bin/tusko-execd --version
 else
   echo "# skip: no build/tusko-execd yet (make builds it); its ldd check did not run"
 fi
