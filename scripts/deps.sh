@@ -17,6 +17,9 @@ run=(postgresql-15 debootstrap debian-archive-keyring iproute2 util-linux ca-cer
 # Test: Node.js for the harness (skipped when a node is already installed), the
 # comparison runtimes for benchmarks.
 test=(bubblewrap)
+# tusko-execd's tests run execd on the host: its code contexts need the Jupyter
+# kernel and the libraries the sandbox image has (images/sandbox/).
+test+=(python3-ipykernel python3-pandas python3-matplotlib)
 
 want=("${build[@]}" "${run[@]}" "${test[@]}")
 command -v node >/dev/null 2>&1 || want+=(nodejs npm)

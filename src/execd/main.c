@@ -1,17 +1,56 @@
 /*
  * tusko-execd — the daemon inside every sandbox (OpenSandbox execd API).
+ *
+ * Start-up is kept short (the sandbox service waits for the listening line):
+ * settings, the workspace root fd, the reaper, the HTTP server. Python kernels
+ * start only when a code context is asked for.
  */
+#include <signal.h>
 #include <stdio.h>
+#include <string.h>
 
+#include "execd/cmd.h"
+#include "execd/execd.h"
+#include "execd/proc.h"
 #include "lib/httpd.h"
 #include "lib/log.h"
 #include "lib/prog.h"
 
-static char *opt_listen;
+execd_config execd_cfg;
+
+static char *opt_listen, *opt_workspace, *opt_token, *opt_python;
 
 static tk_setting settings[] = {
-    {"EXECD_LISTEN", "listen", TK_SET_STR, "0.0.0.0:44772", "address to serve on (host:port or unix:/path)",
-     .out = &opt_listen, .check = tk_config_check_listen},
+    {"EXECD_LISTEN", "listen", TK_SET_STR, "0.0.0.0:44772",
+     "address to serve on (host:port or unix:/path)", .out = &opt_listen,
+     .check = tk_config_check_listen},
+    {"EXECD_WORKSPACE", "workspace", TK_SET_STR, "/workspace",
+     "the directory every path is confined to (and where commands start)", .out = &opt_workspace},
+    {"EXECD_ACCESS_TOKEN", "access-token", TK_SET_STR, NULL,
+     "when set, every request must carry it in X-EXECD-ACCESS-TOKEN (else 401)",
+     .flags = TK_SET_SECRET, .out = &opt_token},
+    {"EXECD_PYTHON", "python", TK_SET_STR, "/usr/bin/python3",
+     "interpreter that runs the Jupyter kernel of code contexts", .out = &opt_python},
+    {"EXECD_MAX_COMMANDS", "max-commands", TK_SET_INT, "32",
+     "commands running at once (foreground and background); more answer 429", .min = 1, .max = 4096,
+     .out = &execd_cfg.max_commands},
+    {"EXECD_MAX_SESSIONS", "max-sessions", TK_SET_INT, "16", "live bash sessions; more answer 429",
+     .min = 1, .max = 1024, .out = &execd_cfg.max_sessions},
+    {"EXECD_MAX_CONTEXTS", "max-contexts", TK_SET_INT, "4",
+     "live code contexts (each a Python kernel); more answer 429", .min = 1, .max = 256,
+     .out = &execd_cfg.max_contexts},
+    {"EXECD_MAX_UPLOAD_BYTES", "max-upload-bytes", TK_SET_INT, "1073741824",
+     "largest upload request body; larger answer 413", .min = 1024, .max = INT64_MAX,
+     .out = &execd_cfg.max_upload},
+    {"EXECD_MAX_LOG_BYTES", "max-log-bytes", TK_SET_INT, "1048576",
+     "output kept per background command (oldest dropped first)", .min = 1024, .max = 1 << 30,
+     .out = &execd_cfg.max_log},
+    {"EXECD_KILL_GRACE", "kill-grace", TK_SET_DURATION, "2s",
+     "after an interrupt's SIGTERM, how long before SIGKILL", .min = 0, .max = 600000,
+     .out = &execd_cfg.kill_grace_ms},
+    {"EXECD_KERNEL_START_TIMEOUT", "kernel-start-timeout", TK_SET_DURATION, "60s",
+     "how long a new Python kernel may take to answer", .min = 1000, .max = 600000,
+     .out = &execd_cfg.kernel_start_ms},
 };
 
 static const tk_prog prog = {
@@ -21,6 +60,43 @@ static const tk_prog prog = {
     .nsettings = TK_ARRAY_LEN(settings),
 };
 
+static int auth(tk_req *r, void *ud)
+{
+    const char *want = ud;
+    if (!want)
+        return 0;
+    if (tk_str_eq_ct(tk_req_header(r, "X-EXECD-ACCESS-TOKEN"), want))
+        return 0;
+    tk_respond_error(r, 401, "UNAUTHORIZED",
+                     "Unauthorized: invalid or missing header X-EXECD-ACCESS-TOKEN");
+    return 1;
+}
+
+static void ping(tk_req *r, void *ud)
+{
+    tk_respond_empty(r, 200);
+}
+
+/* DELETE /command?id= — upstream interrupts whatever the id names. */
+static void interrupt_command(tk_req *r, void *ud)
+{
+    const char *id = tk_req_query(r, "id");
+    if (!id || !*id) {
+        tk_respond_error(r, 400, "MISSING_QUERY", "missing query parameter 'id'");
+        return;
+    }
+    int k = execd_cmd_interrupt(id);
+    if (k == 1) {
+        tk_respond_empty(r, 200);
+        return;
+    }
+    if (k == -1) {
+        tk_respond_error(r, 400, "NOT_RUNNING", "command %s is not running", id);
+        return;
+    }
+    tk_respond_error(r, 404, "NOT_FOUND", "no such command: %s", id);
+}
+
 int main(int argc, char **argv)
 {
     int argi = 1;
@@ -29,20 +105,45 @@ int main(int argc, char **argv)
         fprintf(stderr, "tusko-execd: unexpected argument \"%s\" (see --help)\n", argv[argi]);
         return 2;
     }
+    char err[512];
+    if (tk_ws_init(&execd_cfg.ws, opt_workspace, err, sizeof err) != TK_OK) {
+        fprintf(stderr, "tusko-execd: EXECD_WORKSPACE: %s\n", err);
+        return 2;
+    }
+    execd_cfg.python = opt_python;
+    if (opt_token && !*opt_token) {
+        fprintf(stderr, "tusko-execd: EXECD_ACCESS_TOKEN is set but empty\n");
+        return 2;
+    }
+    execd_proc_init();
+
     tk_route routes[] = {
         {"GET", "/healthz", tk_prog_healthz, (void *)&prog, TK_ROUTE_PUBLIC | TK_ROUTE_QUIET},
+        {"GET", "/ping", ping, NULL, TK_ROUTE_QUIET},
+        {"POST", "/command", execd_cmd_run, NULL, TK_ROUTE_BLOCKING},
+        {"DELETE", "/command", interrupt_command, NULL, 0},
+        {"GET", "/command/status/{id}", execd_cmd_status, NULL, 0},
+        {"GET", "/command/{id}/logs", execd_cmd_logs, NULL, 0},
     };
-    char err[512];
-    tk_httpd_config hc = {.listen = opt_listen, .name = "http"};
+    tk_httpd_config hc = {
+        .listen = opt_listen,
+        .name = "http",
+        .auth = auth,
+        .ud = opt_token,
+        .workers = 32,
+    };
     tk_httpd *h = tk_httpd_start(&hc, routes, TK_ARRAY_LEN(routes), err, sizeof err);
     if (!h) {
         fprintf(stderr, "tusko-execd: %s\n", err);
         return 1;
     }
-    tk_info("main", "msg=\"listening\" url=%s", tk_httpd_url(h));
+    tk_info("main", "msg=\"listening\" url=%s workspace=%s auth=%s", tk_httpd_url(h),
+            execd_cfg.ws.root, opt_token ? "token" : "none");
     int sig = tk_prog_wait();
     tk_info("main", "msg=\"stopping\" signal=%d", sig);
+    execd_cmd_shutdown(5000);
     tk_httpd_stop(h);
+    tk_ws_close(&execd_cfg.ws);
     tk_config_free(settings, TK_ARRAY_LEN(settings));
     return 0;
 }
