@@ -1173,11 +1173,14 @@ export async function startModelServer(opts = {}) {
     res.end(out);
   }
 
-  // Write frames in order, honouring per-frame waits (timers, never busy
-  // loops) and back-pressure ('drain').
+  // Write frames in order, honouring per-frame waits and back-pressure
+  // ('drain'). Waits are kept against absolute deadlines (timers, never busy
+  // loops), so event-loop lag under load does not add up over a long stream;
+  // after a drain the schedule restarts from now, so a slow reader gets no burst.
   function pump(res, frames, rec, isClosed, setTimer) {
     let i = 0;
     let waitedAt = -1;
+    let due = performance.now();
     const step = () => {
       setTimer(null);
       while (i < frames.length) {
@@ -1185,14 +1188,21 @@ export async function startModelServer(opts = {}) {
         const f = frames[i];
         if (f.wait > 0 && waitedAt !== i) {
           waitedAt = i;
-          setTimer(setTimeout(step, f.wait));
-          return;
+          due += f.wait;
+          const left = due - performance.now();
+          if (left >= 1) {
+            setTimer(setTimeout(step, left));
+            return;
+          }
         }
         i++;
         if (f.cut) { rec.outcome = 'cut'; cutConnection(res, f.cut); return; }
         if (f.hang) { rec.outcome = 'hang'; return; }
         if (f.end) { res.end(); return; }
-        if (!res.write(f.s)) { res.once('drain', step); return; }
+        if (!res.write(f.s)) {
+          res.once('drain', () => { due = Math.max(due, performance.now()); step(); });
+          return;
+        }
       }
     };
     step();
