@@ -1254,7 +1254,8 @@ export async function startModelServer(opts = {}) {
     }
     const m = /^\/_scenarios\/([^/]+)$/.exec(pathname);
     if (m) {
-      const name = decodeURIComponent(m[1]);
+      let name;
+      try { name = decodeURIComponent(m[1]); } catch { return sendJson(res, 400, { error: 'malformed scenario name in URL' }); }
       const sc = scenarios.get(name);
       if (!sc) return sendJson(res, 404, { error: `unknown scenario "${name}"` });
       if (req.method === 'DELETE') { scenarios.delete(name); if (name === DEFAULT_SCENARIO) scenarios.set(name, compileScenario(name, BUILTIN_DEFAULT)); return sendJson(res, 200, { deleted: name }); }
