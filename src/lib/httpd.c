@@ -370,6 +370,10 @@ static void add_std_headers(tk_req *r, struct MHD_Response *resp)
     MHD_add_response_header(resp, "X-Request-ID", r->id);
     for (struct hdr *x = r->headers; x; x = x->next)
         MHD_add_response_header(resp, x->name, x->value);
+    const char *const *d = r->h->cfg.headers;
+    for (size_t i = 0; d && d[i] && d[i + 1]; i += 2)
+        if (!MHD_get_response_header(resp, d[i]))
+            MHD_add_response_header(resp, d[i], d[i + 1]);
 }
 
 /* Stores a response; resumes the connection if it waits. Takes ownership of resp. */

@@ -71,6 +71,10 @@ typedef struct {
      * non-zero after responding (e.g. 401). */
     int (*auth)(tk_req *req, void *ud);
     void *ud;
+    /* Headers added to every response (routes, errors, streams): "Name", "value"
+     * pairs ending with NULL. Not copied: must outlive the server. A header a
+     * response sets itself (tk_respond_header, Content-Type...) is not replaced. */
+    const char *const *headers;
 } tk_httpd_config;
 
 /* Starts serving. NULL with a message in err on failure (e.g. address in use). */

@@ -275,6 +275,33 @@ TEST(httpd_errors_are_uniform_json)
     tk_httpd_stop(srv);
 }
 
+static const char *const std_headers[] = {"X-Content-Type-Options", "nosniff", "Content-Type",
+                                          "text/x-never", NULL};
+
+TEST(httpd_default_headers_on_every_response)
+{
+    char err[256];
+    tk_log_set_level(TK_LOG_ERROR);
+    tk_httpd_config c = {
+        .listen = "127.0.0.1:0", .name = "test", .auth = auth, .headers = std_headers};
+    srv = tk_httpd_start(&c, routes, TK_ARRAY_LEN(routes), err, sizeof err);
+    if (!srv)
+        TK_TEST_FAIL("start: %s", err);
+    snprintf(base, sizeof base, "http://127.0.0.1:%d", tk_httpd_port(srv));
+    const char *paths[] = {"/items/1", "/nope", "/private", "/sse"};
+    long want[] = {200, 404, 401, 200};
+    for (size_t i = 0; i < TK_ARRAY_LEN(paths); i++) {
+        tk_httpc_resp r;
+        CHECK_INT(get(paths[i], &r, NULL), ==, want[i]);
+        char v[64];
+        CHECK_STR(tk_httpc_resp_header(&r, "X-Content-Type-Options", v, sizeof v), "nosniff");
+        /* a header the response sets itself is kept */
+        CHECK(strcmp(tk_httpc_resp_header(&r, "Content-Type", v, sizeof v), "text/x-never") != 0);
+        tk_httpc_resp_free(&r);
+    }
+    tk_httpd_stop(srv);
+}
+
 static long post(const char *path, const char *body, size_t len, int chunked,
                  tk_httpc_resp *resp)
 {

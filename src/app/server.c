@@ -1,0 +1,65 @@
+#include "app/server.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/app.h"
+#include "app/auth/auth.h"
+#include "app/auth/local.h"
+#include "app/me.h"
+#include "app/sessions.h"
+#include "lib/log.h"
+
+#define SECURITY_HEADERS                                                                           \
+    "X-Content-Type-Options", "nosniff", "X-Frame-Options", "DENY", "Referrer-Policy",             \
+        "same-origin", "Cross-Origin-Opener-Policy", "same-origin",                                \
+        "Cross-Origin-Resource-Policy", "same-origin", "Permissions-Policy",                       \
+        "camera=(), microphone=(), geolocation=(), payment=()", "Content-Security-Policy",         \
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "    \
+        "connect-src 'self'; frame-src 'self'; object-src 'none'; base-uri 'none'; "               \
+        "form-action 'self'; frame-ancestors 'none'"
+
+const char *const app_security_headers[] = {SECURITY_HEADERS, NULL};
+const char *const app_security_headers_https[] = {SECURITY_HEADERS, "Strict-Transport-Security",
+                                                  "max-age=31536000; includeSubDomains", NULL};
+
+struct route_set {
+    const tk_route *routes;
+    const size_t *n;
+};
+
+/* Every module's routes, in match order. Add yours here (one line). */
+static const struct route_set sets[] = {
+    {app_local_routes, &app_local_nroutes},       /* /api/auth/... (sign-in, public) */
+    {app_me_routes, &app_me_nroutes},             /* /api/me, /api/models */
+    {app_sessions_routes, &app_sessions_nroutes}, /* /api/sessions... */
+};
+
+static tk_route *table;
+
+tk_httpd *app_server_start(const tk_prog *prog, char *err, size_t errlen)
+{
+    const app_ctx *a = app_get();
+    size_t n = 1;
+    for (size_t i = 0; i < TK_ARRAY_LEN(sets); i++)
+        n += *sets[i].n;
+    free(table);
+    table = tk_calloc(n, sizeof *table);
+    size_t k = 0;
+    table[k++] = (tk_route){"GET", "/healthz", tk_prog_healthz, (void *)prog,
+                            TK_ROUTE_PUBLIC | TK_ROUTE_QUIET};
+    for (size_t i = 0; i < TK_ARRAY_LEN(sets); i++)
+        for (size_t j = 0; j < *sets[i].n; j++)
+            table[k++] = sets[i].routes[j];
+    tk_httpd_config hc = {
+        .listen = a->cfg->listen,
+        .name = "http",
+        .auth = app_auth_hook,
+        .headers = a->secure_cookies ? app_security_headers_https : app_security_headers,
+    };
+    tk_httpd *h = tk_httpd_start(&hc, table, n, err, errlen);
+    if (h)
+        tk_info("http", "msg=\"routes\" count=%zu", n);
+    return h;
+}

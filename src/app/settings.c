@@ -1,0 +1,291 @@
+#include "app/settings.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "app/models.h"
+#include "app/weburl.h"
+#include "lib/buf.h"
+
+static app_settings S;
+
+static const char default_system_prompt[] =
+    "You are Tusko, a helpful agent. Plan before long work, say what you are doing, "
+    "and use tools only when they are needed: talking and planning need no sandbox; "
+    "writing files and running code do.";
+
+static int check_public_url(const char *v, char *msg, size_t msglen)
+{
+    if (tk_config_check_url(v, msg, msglen) != 0)
+        return 1;
+    char origin[512];
+    if (app_url_origin(v, origin, sizeof origin) != TK_OK) {
+        snprintf(msg, msglen, "\"%s\" is not an http(s) URL with a host", v);
+        return 1;
+    }
+    return 0;
+}
+
+static int check_models(const char *v, char *msg, size_t msglen)
+{
+    app_model_list *l = NULL;
+    if (app_models_parse(v, &l, msg, msglen) != TK_OK)
+        return 1;
+    app_models_free(l);
+    return 0;
+}
+
+/* clang-format off */
+static tk_setting table[] = {
+    /* server and database */
+    {"TUSKO_LISTEN", "listen", TK_SET_STR, "127.0.0.1:8080", "address to serve the UI and API on",
+     .out = &S.listen, .check = tk_config_check_listen},
+    {"DATABASE_URL", "database-url", TK_SET_STR, NULL, "Postgres connection URL",
+     .flags = TK_SET_REQUIRED | TK_SET_SECRET, .out = &S.database_url},
+    {"TUSKO_DB_POOL_SIZE", "db-pool-size", TK_SET_INT, "16", "Postgres connections per instance",
+     .min = 2, .max = 512, .out = &S.db_pool},
+    {"TUSKO_PUBLIC_URL", "public-url", TK_SET_STR, NULL,
+     "the URL users reach tusko at (OIDC redirects; https makes cookies Secure)",
+     .out = &S.public_url, .check = check_public_url},
+
+    /* models */
+    {"TUSKO_MODELS", "models", TK_SET_STR, NULL,
+     "model allowlist, comma-separated provider:model (providers: openai, anthropic)",
+     .out = &S.models, .check = check_models},
+    {"OPENAI_BASE_URL", "openai-base-url", TK_SET_STR, "https://api.openai.com/v1",
+     "OpenAI-compatible Chat Completions endpoint", .out = &S.openai_base_url,
+     .check = tk_config_check_url},
+    {"OPENAI_API_KEY", NULL, TK_SET_STR, NULL, "key for OPENAI_BASE_URL",
+     .flags = TK_SET_SECRET, .out = &S.openai_api_key},
+    {"ANTHROPIC_BASE_URL", "anthropic-base-url", TK_SET_STR, "https://api.anthropic.com",
+     "Anthropic Messages API endpoint", .out = &S.anthropic_base_url,
+     .check = tk_config_check_url},
+    {"ANTHROPIC_API_KEY", NULL, TK_SET_STR, NULL, "key for ANTHROPIC_BASE_URL",
+     .flags = TK_SET_SECRET, .out = &S.anthropic_api_key},
+    {"TUSKO_SYSTEM_PROMPT", NULL, TK_SET_STR, NULL,
+     "system prompt (at most 8000 characters; default: built in)", .out = &S.system_prompt},
+    {"TUSKO_SYSTEM_PROMPT_FILE", "system-prompt-file", TK_SET_STR, NULL,
+     "read the system prompt from this file instead", .out = &S.system_prompt_file},
+
+    /* the agent loop */
+    {"TUSKO_STEP_BUDGET", "step-budget", TK_SET_INT, "24", "model calls per turn at most",
+     .min = 1, .max = 1000, .out = &S.step_budget},
+    {"TUSKO_TURN_TIMEOUT", "turn-timeout", TK_SET_DURATION, "10m", "time limit of one turn",
+     .min = 1000, .max = 24LL * 3600 * 1000, .out = &S.turn_timeout_ms},
+
+    /* sandbox service: fail-closed, environment only */
+    {"OPENSANDBOX_URL", NULL, TK_SET_STR, NULL,
+     "sandbox service (OpenSandbox API); unset: nothing executes",
+     .flags = TK_SET_FAIL_CLOSED, .out = &S.opensandbox_url, .check = tk_config_check_url},
+    {"OPENSANDBOX_API_KEY", NULL, TK_SET_STR, NULL, "key for OPENSANDBOX_URL; unset: nothing executes",
+     .flags = TK_SET_FAIL_CLOSED | TK_SET_SECRET, .out = &S.opensandbox_api_key},
+    {"MAX_SANDBOXES_PER_USER", "max-sandboxes-per-user", TK_SET_INT, "5",
+     "live sandboxes per user at most", .min = 1, .max = 10000, .out = &S.max_sandboxes_per_user},
+
+    /* guardrails and accounts */
+    {"CHAT_RATE_LIMIT_MAX", "chat-rate-limit-max", TK_SET_INT, "30",
+     "chat requests per user per minute", .min = 1, .max = 1000000, .out = &S.chat_rate_limit_max},
+    {"TUSKO_SESSION_TTL", "session-ttl", TK_SET_DURATION, "7d", "lifetime of a sign-in session",
+     .min = 60 * 1000, .max = 366LL * 24 * 3600 * 1000, .out = &S.session_ttl_ms},
+    {"TUSKO_LOGIN_MAX_FAILURES", "login-max-failures", TK_SET_INT, "10",
+     "failed sign-ins per account per 15 minutes (per client address: 3x)", .min = 1,
+     .max = 100000, .out = &S.login_max_failures},
+
+    /* OpenID Connect */
+    {"OIDC_ISSUER", "oidc-issuer", TK_SET_STR, NULL,
+     "OpenID Connect issuer URL; unset: OIDC sign-in is off", .flags = TK_SET_FAIL_CLOSED,
+     .out = &S.oidc_issuer, .check = tk_config_check_url},
+    {"OIDC_CLIENT_ID", "oidc-client-id", TK_SET_STR, NULL, "client id registered at the issuer",
+     .flags = TK_SET_FAIL_CLOSED, .out = &S.oidc_client_id},
+    {"OIDC_CLIENT_SECRET", NULL, TK_SET_STR, NULL,
+     "client secret (unset: a public client, PKCE only)", .flags = TK_SET_SECRET,
+     .out = &S.oidc_client_secret},
+    {"OIDC_SCOPES", "oidc-scopes", TK_SET_STR, "openid email profile", "scopes requested",
+     .out = &S.oidc_scopes},
+};
+/* clang-format on */
+
+tk_setting *app_settings_table(size_t *n)
+{
+    *n = TK_ARRAY_LEN(table);
+    return table;
+}
+
+app_settings *app_settings_values(void)
+{
+    return &S;
+}
+
+void app_settings_free(void)
+{
+    tk_config_free(table, TK_ARRAY_LEN(table));
+}
+
+const char *app_settings_source(const char *env_name)
+{
+    for (size_t i = 0; i < TK_ARRAY_LEN(table); i++)
+        if (strcmp(table[i].env, env_name) == 0)
+            return table[i].source;
+    return NULL;
+}
+
+long app_utf8_chars(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    long n = 0;
+    size_t i = 0;
+    while (i < len) {
+        unsigned c = p[i];
+        size_t k;
+        unsigned min;
+        if (c < 0x80) {
+            i++;
+            n++;
+            continue;
+        } else if ((c & 0xE0) == 0xC0) {
+            k = 1, min = 0x80, c &= 0x1F;
+        } else if ((c & 0xF0) == 0xE0) {
+            k = 2, min = 0x800, c &= 0x0F;
+        } else if ((c & 0xF8) == 0xF0) {
+            k = 3, min = 0x10000, c &= 0x07;
+        } else {
+            return -1;
+        }
+        if (len - i <= k) /* the sequence is cut */
+            return -1;
+        for (size_t j = 1; j <= k; j++) {
+            if ((p[i + j] & 0xC0) != 0x80)
+                return -1;
+            c = (c << 6) | (p[i + j] & 0x3F);
+        }
+        if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+            return -1;
+        i += k + 1;
+        n++;
+    }
+    return n;
+}
+
+/* Reads a whole small file; TK_ETOOBIG past max bytes. */
+static tk_status read_file(const char *path, size_t max, tk_buf *out, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "TUSKO_SYSTEM_PROMPT_FILE: cannot open %s: %s", path,
+                 strerror(errno));
+        return TK_ERROR;
+    }
+    tk_status st = TK_OK;
+    char chunk[8192];
+    for (;;) {
+        ssize_t r = read(fd, chunk, sizeof chunk);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            snprintf(err, errlen, "TUSKO_SYSTEM_PROMPT_FILE: cannot read %s: %s", path,
+                     strerror(errno));
+            st = TK_ERROR;
+            break;
+        }
+        if (r == 0)
+            break;
+        if (out->len + (size_t)r > max) {
+            st = TK_ETOOBIG;
+            break;
+        }
+        if (tk_buf_append(out, chunk, (size_t)r) != TK_OK) {
+            st = TK_ETOOBIG;
+            break;
+        }
+    }
+    close(fd);
+    return st;
+}
+
+tk_status app_settings_validate(const app_settings *s, char **system_prompt, char *err,
+                                size_t errlen)
+{
+    *system_prompt = NULL;
+    /* the system prompt: variable or file, at most APP_SYSTEM_PROMPT_MAX characters */
+    if (s->system_prompt && s->system_prompt_file) {
+        snprintf(err, errlen,
+                 "TUSKO_SYSTEM_PROMPT and TUSKO_SYSTEM_PROMPT_FILE are both set; set one");
+        return TK_EINVAL;
+    }
+    const char *var = s->system_prompt ? "TUSKO_SYSTEM_PROMPT" : "TUSKO_SYSTEM_PROMPT_FILE";
+    tk_buf b;
+    /* 4 bytes per character at most; a little more to say how long it really is */
+    tk_buf_init(&b, (size_t)APP_SYSTEM_PROMPT_MAX * 4 * 4);
+    if (s->system_prompt) {
+        if (tk_buf_append_str(&b, s->system_prompt) != TK_OK) {
+            snprintf(err, errlen,
+                     "TUSKO_SYSTEM_PROMPT is over %d characters; shorten it (the limit is a "
+                     "guardrail: a request to the model carries at most %d)",
+                     APP_SYSTEM_PROMPT_MAX, APP_SYSTEM_PROMPT_MAX);
+            tk_buf_free(&b);
+            return TK_EINVAL;
+        }
+    } else if (s->system_prompt_file) {
+        tk_status st = read_file(s->system_prompt_file, b.max, &b, err, errlen);
+        if (st == TK_ETOOBIG) {
+            snprintf(err, errlen,
+                     "TUSKO_SYSTEM_PROMPT_FILE: %s is over %d characters; shorten it (the limit "
+                     "is a guardrail: a request to the model carries at most %d)",
+                     s->system_prompt_file, APP_SYSTEM_PROMPT_MAX, APP_SYSTEM_PROMPT_MAX);
+        }
+        if (st != TK_OK) {
+            tk_buf_free(&b);
+            return TK_EINVAL;
+        }
+    } else {
+        tk_buf_append_str(&b, default_system_prompt);
+    }
+    long chars = app_utf8_chars(tk_buf_cstr(&b), b.len);
+    if (chars < 0 || memchr(tk_buf_cstr(&b), 0, b.len)) {
+        snprintf(err, errlen, "%s: the system prompt is not valid UTF-8 text", var);
+        tk_buf_free(&b);
+        return TK_EINVAL;
+    }
+    if (chars > APP_SYSTEM_PROMPT_MAX) {
+        snprintf(err, errlen,
+                 "%s: the system prompt has %ld characters, over the limit of %d; shorten it "
+                 "(a request to the model carries at most %d)",
+                 var, chars, APP_SYSTEM_PROMPT_MAX, APP_SYSTEM_PROMPT_MAX);
+        tk_buf_free(&b);
+        return TK_EINVAL;
+    }
+    /* OpenID Connect: needs a public URL for its redirect URI; https issuers only,
+     * except on loopback (tests, a provider on the same machine) */
+    if (s->oidc_issuer || s->oidc_client_id) {
+        if (!s->oidc_issuer || !s->oidc_client_id) {
+            snprintf(err, errlen, "%s is set but %s is not; OIDC sign-in needs both",
+                     s->oidc_issuer ? "OIDC_ISSUER" : "OIDC_CLIENT_ID",
+                     s->oidc_issuer ? "OIDC_CLIENT_ID" : "OIDC_ISSUER");
+            tk_buf_free(&b);
+            return TK_EINVAL;
+        }
+        if (!s->public_url) {
+            snprintf(err, errlen,
+                     "OIDC_ISSUER is set but TUSKO_PUBLIC_URL is not; OIDC sign-in needs the "
+                     "public URL to build its redirect URI (<TUSKO_PUBLIC_URL>/api/auth/oidc/"
+                     "callback)");
+            tk_buf_free(&b);
+            return TK_EINVAL;
+        }
+        if (!app_url_is_https(s->oidc_issuer) && !app_url_is_loopback_http(s->oidc_issuer)) {
+            snprintf(err, errlen,
+                     "OIDC_ISSUER: \"%s\" must be an https URL (plain http is accepted only "
+                     "for loopback addresses)",
+                     s->oidc_issuer);
+            tk_buf_free(&b);
+            return TK_EINVAL;
+        }
+    }
+    *system_prompt = tk_buf_steal(&b, NULL);
+    return TK_OK;
+}

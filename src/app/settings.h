@@ -1,0 +1,88 @@
+/*
+ * settings.h — every tusko setting, loaded once at start-up from the environment
+ * (and matching --flags), then read-only for the life of the process.
+ *
+ * Adding a setting (two edits, both in this pair):
+ *   1. a field in app_settings below (char * for strings, int64_t for integers and
+ *      durations in ms, int for booleans);
+ *   2. a row in the table in settings.c pointing .out at that field.
+ * Secrets get TK_SET_SECRET and no flag (flags show up in `ps`). A feature that
+ * must stay off without its setting uses TK_SET_FAIL_CLOSED and no default.
+ * Cross-setting checks (X requires Y) go in app_settings_validate().
+ * Document the setting in .env.example (with its default) and in the doc of its
+ * area; `tusko --help` lists it automatically.
+ */
+#ifndef APP_SETTINGS_H
+#define APP_SETTINGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/common.h"
+#include "lib/config.h"
+
+/* The longest system prompt accepted, in characters (Unicode code points). */
+#define APP_SYSTEM_PROMPT_MAX 8000
+
+typedef struct {
+    /* server and database */
+    char *listen;       /* TUSKO_LISTEN */
+    char *database_url; /* DATABASE_URL */
+    int64_t db_pool;    /* TUSKO_DB_POOL_SIZE */
+    char *public_url;   /* TUSKO_PUBLIC_URL, NULL when unset (no trailing slash) */
+
+    /* models */
+    char *models;             /* TUSKO_MODELS, "provider:model,..." (see models.h) */
+    char *openai_base_url;    /* OPENAI_BASE_URL */
+    char *openai_api_key;     /* OPENAI_API_KEY, NULL when unset */
+    char *anthropic_base_url; /* ANTHROPIC_BASE_URL */
+    char *anthropic_api_key;  /* ANTHROPIC_API_KEY, NULL when unset */
+    char *system_prompt;      /* TUSKO_SYSTEM_PROMPT (raw); use app_get()->system_prompt */
+    char *system_prompt_file; /* TUSKO_SYSTEM_PROMPT_FILE */
+
+    /* the agent loop */
+    int64_t step_budget;     /* TUSKO_STEP_BUDGET: model calls per turn */
+    int64_t turn_timeout_ms; /* TUSKO_TURN_TIMEOUT */
+
+    /* sandbox service (fail-closed: both from the environment or nothing executes) */
+    char *opensandbox_url;          /* OPENSANDBOX_URL, NULL when unset */
+    char *opensandbox_api_key;      /* OPENSANDBOX_API_KEY, NULL when unset */
+    int64_t max_sandboxes_per_user; /* MAX_SANDBOXES_PER_USER */
+
+    /* guardrails and accounts */
+    int64_t chat_rate_limit_max; /* CHAT_RATE_LIMIT_MAX per user per minute */
+    int64_t session_ttl_ms;      /* TUSKO_SESSION_TTL: sign-in session lifetime */
+    int64_t login_max_failures;  /* TUSKO_LOGIN_MAX_FAILURES per account per 15 min */
+
+    /* OpenID Connect (off unless OIDC_ISSUER and OIDC_CLIENT_ID are set) */
+    char *oidc_issuer;        /* OIDC_ISSUER, NULL when unset */
+    char *oidc_client_id;     /* OIDC_CLIENT_ID */
+    char *oidc_client_secret; /* OIDC_CLIENT_SECRET (NULL: a public client, PKCE only) */
+    char *oidc_scopes;        /* OIDC_SCOPES */
+} app_settings;
+
+/* The settings table (for tk_prog); loading it fills app_settings_values(). */
+tk_setting *app_settings_table(size_t *n);
+/* The loaded values (one instance per process). Read-only after start-up. */
+app_settings *app_settings_values(void);
+/* Frees the loaded strings (at exit). */
+void app_settings_free(void);
+
+/* Where a setting's value came from after loading: "env", "flag", "default", or
+ * NULL for an unknown name. */
+const char *app_settings_source(const char *env_name);
+
+/*
+ * Checks what one setting's own check cannot: a system prompt from the variable
+ * or the file (not both), at most APP_SYSTEM_PROMPT_MAX characters; OIDC needs
+ * TUSKO_PUBLIC_URL and an https (or loopback http) issuer; TUSKO_MODELS parses.
+ * On success *system_prompt is the prompt to use (heap; the built-in default when
+ * neither is set). TK_EINVAL with a message naming the variable otherwise.
+ */
+tk_status app_settings_validate(const app_settings *s, char **system_prompt, char *err,
+                                size_t errlen);
+
+/* Counts the characters (code points) of UTF-8 text; -1 when not valid UTF-8. */
+long app_utf8_chars(const char *s, size_t len);
+
+#endif
