@@ -208,9 +208,12 @@ static int ends_in_number(const char *s, size_t n)
         k++;
     if (k == ln)
         return 1;
-    uint64_t dummy;
-    return ln >= 2 && last[0] == '0' && (last[1] == 'x' || last[1] == 'X') &&
-           v4_number(last, ln, &dummy);
+    if (ln < 2 || last[0] != '0' || (last[1] != 'x' && last[1] != 'X'))
+        return 0;
+    for (k = 2; k < ln; k++)
+        if (hexval((unsigned char)last[k]) < 0)
+            return 0;
+    return 1; /* a hex number, however large: it must then parse as IPv4 */
 }
 
 static int host_char_ok(int c)
