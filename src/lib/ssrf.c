@@ -1,0 +1,1335 @@
+#include "lib/ssrf.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include "lib/arena.h"
+#include "lib/httpc.h"
+#include "lib/log.h"
+#include "lib/tktime.h"
+
+#define DEFAULT_MAX_BYTES     (2u << 20)
+#define DEFAULT_TIMEOUT_MS    15000L
+#define DEFAULT_MAX_REDIRECTS 5
+#define MAX_ENTRIES           4096
+#define MAX_HEADER_BYTES      (256u << 10)
+
+const char *tk_ssrf_code_str(tk_ssrf_code c)
+{
+    switch (c) {
+    case TK_SSRF_OK:
+        return "ok";
+    case TK_SSRF_BAD_URL:
+        return "bad_url";
+    case TK_SSRF_BAD_SCHEME:
+        return "bad_scheme";
+    case TK_SSRF_USERINFO:
+        return "userinfo";
+    case TK_SSRF_BAD_PORT:
+        return "bad_port";
+    case TK_SSRF_DENIED_HOST:
+        return "denied_host";
+    case TK_SSRF_BLOCKED_ADDRESS:
+        return "blocked_address";
+    case TK_SSRF_DNS_FAILED:
+        return "dns_failed";
+    case TK_SSRF_REDIRECT_BLOCKED:
+        return "redirect_blocked";
+    case TK_SSRF_TOO_MANY_REDIRECTS:
+        return "too_many_redirects";
+    case TK_SSRF_TOO_LARGE:
+        return "too_large";
+    case TK_SSRF_TIMEOUT:
+        return "timeout";
+    case TK_SSRF_FETCH_FAILED:
+        return "fetch_failed";
+    case TK_SSRF_CANCELLED:
+        return "cancelled";
+    }
+    return "unknown";
+}
+
+/* ------------------------------------------------------------------------- */
+/* The built-in address rules                                                */
+/* ------------------------------------------------------------------------- */
+
+struct range {
+    uint8_t len;      /* prefix length */
+    uint8_t net[16];  /* network bytes (4 used for IPv4) */
+    const char *cidr; /* shown in reasons */
+    const char *what;
+    const char *note; /* appended after ": " when set */
+};
+
+#define META "a cloud metadata service"
+
+/* First match wins: specific entries come before the ranges that contain them. */
+static const struct range v4_rules[] = {
+    {32, {0, 0, 0, 0}, "0.0.0.0/32", "unspecified", NULL},
+    {8, {0}, "0.0.0.0/8", "\"this network\"", NULL},
+    {8, {10}, "10.0.0.0/8", "private", "RFC 1918"},
+    {32,
+     {100, 100, 100, 200},
+     "100.64.0.0/10",
+     "CGNAT shared address space",
+     META " (Alibaba Cloud, 100.100.100.200)"},
+    {10, {100, 64}, "100.64.0.0/10", "CGNAT shared address space", NULL},
+    {8, {127}, "127.0.0.0/8", "loopback", NULL},
+    {32,
+     {169, 254, 169, 254},
+     "169.254.0.0/16",
+     "link-local",
+     META " (AWS, GCP, Azure, OpenStack, DigitalOcean, Oracle: 169.254.169.254)"},
+    {32,
+     {169, 254, 170, 2},
+     "169.254.0.0/16",
+     "link-local",
+     META " (AWS ECS task metadata, 169.254.170.2)"},
+    {32,
+     {169, 254, 170, 23},
+     "169.254.0.0/16",
+     "link-local",
+     META " (AWS EKS pod identity, 169.254.170.23)"},
+    {16, {169, 254}, "169.254.0.0/16", "link-local", NULL},
+    {12, {172, 16}, "172.16.0.0/12", "private", "RFC 1918"},
+    {32,
+     {192, 0, 0, 192},
+     "192.0.0.0/24",
+     "IETF protocol assignments",
+     META " (Oracle Cloud, 192.0.0.192)"},
+    {24, {192, 0, 0}, "192.0.0.0/24", "IETF protocol assignments", NULL},
+    {24, {192, 0, 2}, "192.0.2.0/24", "documentation", "TEST-NET-1"},
+    {24, {192, 88, 99}, "192.88.99.0/24", "the deprecated 6to4 relay anycast range", NULL},
+    {16, {192, 168}, "192.168.0.0/16", "private", "RFC 1918"},
+    {15, {198, 18}, "198.18.0.0/15", "benchmarking", NULL},
+    {24, {198, 51, 100}, "198.51.100.0/24", "documentation", "TEST-NET-2"},
+    {24, {203, 0, 113}, "203.0.113.0/24", "documentation", "TEST-NET-3"},
+    {4, {224}, "224.0.0.0/4", "multicast", NULL},
+    {32, {255, 255, 255, 255}, "255.255.255.255/32", "broadcast", NULL},
+    {4, {240}, "240.0.0.0/4", "reserved", NULL},
+};
+
+static const struct range v6_rules[] = {
+    {48, {0x20, 0x01, 0x00, 0x02}, "2001:2::/48", "benchmarking", NULL},
+    {28, {0x20, 0x01, 0x00, 0x10}, "2001:10::/28", "ORCHID (deprecated)", NULL},
+    {32, {0x20, 0x01, 0x0d, 0xb8}, "2001:db8::/32", "documentation", NULL},
+    {20, {0x3f, 0xff}, "3fff::/20", "documentation", NULL},
+    {64, {0x01, 0x00}, "100::/64", "discard-only", NULL},
+    {16, {0x5f, 0x00}, "5f00::/16", "SRv6 SIDs", NULL},
+    {128,
+     {0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54},
+     "fc00::/7",
+     "unique-local",
+     META " (AWS EC2 over IPv6, fd00:ec2::254)"},
+    {7, {0xfc}, "fc00::/7", "unique-local", NULL},
+    {10, {0xfe, 0x80}, "fe80::/10", "link-local", NULL},
+    {10, {0xfe, 0xc0}, "fec0::/10", "site-local (deprecated)", NULL},
+    {8, {0xff}, "ff00::/8", "multicast", NULL},
+};
+
+static int ip_eq(const tk_ip *a, const tk_ip *b)
+{
+    return a->family == b->family && memcmp(a->b, b->b, a->family == 4 ? 4 : 16) == 0;
+}
+
+static int prefix_match(const uint8_t *a, const uint8_t *net, unsigned len)
+{
+    unsigned full = len / 8, rem = len % 8;
+    if (memcmp(a, net, full) != 0)
+        return 0;
+    if (rem) {
+        uint8_t m = (uint8_t)(0xff << (8 - rem));
+        return (a[full] & m) == (net[full] & m);
+    }
+    return 1;
+}
+
+static void range_phrase(const struct range *r, char *why, size_t whylen)
+{
+    snprintf(why, whylen, "%s (%s)%s%s", r->what, r->cidr, r->note ? ": " : "",
+             r->note ? r->note : "");
+}
+
+static int v4_blocked(const uint8_t b[4], char *why, size_t whylen)
+{
+    for (size_t i = 0; i < TK_ARRAY_LEN(v4_rules); i++) {
+        if (prefix_match(b, v4_rules[i].net, v4_rules[i].len)) {
+            range_phrase(&v4_rules[i], why, whylen);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static const uint8_t pfx_mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+static const uint8_t pfx_zero[12] = {0};
+static const uint8_t pfx_nat64[12] = {0, 0x64, 0xff, 0x9b};
+static const uint8_t pfx_nat64_local[6] = {0, 0x64, 0xff, 0x9b, 0, 1};
+
+/* An IPv4 address carried by an IPv6 form, and how to name it. */
+struct embedded {
+    uint8_t v4[4];
+    const char *form; /* "IPv4-mapped IPv6 (::ffff:0:0/96)" */
+    const char *role; /* "", "client ", "server " */
+};
+
+/* Fills up to 2 embedded IPv4 addresses; returns how many. */
+static int embedded_v4(const tk_ip *ip, struct embedded out[2])
+{
+    const uint8_t *b = ip->b;
+    if (ip->family != 6)
+        return 0;
+    if (memcmp(b, pfx_mapped, 12) == 0) {
+        memcpy(out[0].v4, b + 12, 4);
+        out[0].form = "IPv4-mapped IPv6 (::ffff:0:0/96)";
+        out[0].role = "";
+        return 1;
+    }
+    if (memcmp(b, pfx_zero, 12) == 0) {
+        memcpy(out[0].v4, b + 12, 4);
+        out[0].form = "IPv4-compatible IPv6 (::/96, deprecated)";
+        out[0].role = "";
+        return 1;
+    }
+    if (memcmp(b, pfx_nat64, 12) == 0) {
+        memcpy(out[0].v4, b + 12, 4);
+        out[0].form = "NAT64 (64:ff9b::/96)";
+        out[0].role = "";
+        return 1;
+    }
+    if (memcmp(b, pfx_nat64_local, 6) == 0) {
+        /* Local-use NAT64 (RFC 8215): decoded as a /96 prefix, the usual layout. */
+        memcpy(out[0].v4, b + 12, 4);
+        out[0].form = "local-use NAT64 (64:ff9b:1::/48)";
+        out[0].role = "";
+        return 1;
+    }
+    if (b[0] == 0x20 && b[1] == 0x02) {
+        memcpy(out[0].v4, b + 2, 4);
+        out[0].form = "6to4 (2002::/16)";
+        out[0].role = "";
+        return 1;
+    }
+    if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0) {
+        for (int i = 0; i < 4; i++)
+            out[0].v4[i] = (uint8_t)(b[12 + i] ^ 0xff);
+        out[0].form = "Teredo (2001::/32)";
+        out[0].role = "client ";
+        memcpy(out[1].v4, b + 4, 4);
+        out[1].form = "Teredo (2001::/32)";
+        out[1].role = "server ";
+        return 2;
+    }
+    return 0;
+}
+
+int tk_ssrf_addr_blocked(const tk_ip *ip, char *why, size_t whylen)
+{
+    char sub[200], v4s[16];
+    if (ip->family == 4)
+        return v4_blocked(ip->b, why, whylen);
+    if (ip->family != 6) {
+        snprintf(why, whylen, "not an IP address");
+        return 1;
+    }
+    const uint8_t *b = ip->b;
+    static const uint8_t zero[16], one[16] = {[15] = 1};
+    if (memcmp(b, zero, 16) == 0) {
+        snprintf(why, whylen, "unspecified (::/128)");
+        return 1;
+    }
+    if (memcmp(b, one, 16) == 0) {
+        snprintf(why, whylen, "loopback (::1/128)");
+        return 1;
+    }
+    struct embedded e[2];
+    int ne = embedded_v4(ip, e);
+    int always = ne > 0 && (memcmp(b, pfx_mapped, 12) == 0 || memcmp(b, pfx_zero, 12) == 0);
+    for (int i = 0; i < ne; i++) {
+        tk_ip v4 = {.family = 4};
+        memcpy(v4.b, e[i].v4, 4);
+        tk_ip_format(&v4, v4s, sizeof v4s);
+        if (v4_blocked(e[i].v4, sub, sizeof sub)) {
+            snprintf(why, whylen, "%s for %s%s, which is %s", e[i].form, e[i].role, v4s, sub);
+            return 1;
+        }
+        if (always) {
+            snprintf(why, whylen, "%s for %s (use the IPv4 address itself)", e[i].form, v4s);
+            return 1;
+        }
+    }
+    if (ne > 0 && memcmp(b, pfx_nat64, 4) == 0)
+        return 0; /* 64:ff9b::/96 and 64:ff9b:1::/48 carrying a public address */
+    for (size_t i = 0; i < TK_ARRAY_LEN(v6_rules); i++) {
+        if (prefix_match(b, v6_rules[i].net, v6_rules[i].len)) {
+            range_phrase(&v6_rules[i], why, whylen);
+            return 1;
+        }
+    }
+    if ((b[0] & 0xe0) != 0x20) {
+        snprintf(why, whylen, "reserved (outside 2000::/3, the global unicast space)");
+        return 1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Operator lists                                                            */
+/* ------------------------------------------------------------------------- */
+
+enum { ENT_NAME = 1, ENT_SUFFIX, ENT_NET };
+
+struct tk_ssrf_entry {
+    int kind;
+    char name[TK_HOST_MAX + 1]; /* ENT_NAME: the host; ENT_SUFFIX: below this */
+    tk_ip net;                  /* ENT_NET */
+    unsigned len;
+    char text[TK_HOST_MAX + 8]; /* normalised, for reasons */
+};
+
+static int is_sep(int c)
+{
+    return c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static void snip(char *out, size_t outlen, const char *s, size_t len)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < len && i < 80 && j + 1 < outlen; i++) {
+        unsigned char c = (unsigned char)s[i];
+        out[j++] = (c > 0x20 && c < 0x7f && c != '"') ? (char)c : '?';
+    }
+    if (len > 80 && j + 4 < outlen) {
+        memcpy(out + j, "...", 3);
+        j += 3;
+    }
+    out[j] = '\0';
+}
+
+static tk_status parse_entry(const char *tok, size_t n, tk_ssrf_entry *e, char *err, size_t errlen)
+{
+    char shown[96], buf[600];
+    snip(shown, sizeof shown, tok, n);
+    memset(e, 0, sizeof *e);
+    if (n >= sizeof buf) {
+        snprintf(err, errlen, "\"%s\": too long", shown);
+        return TK_EINVAL;
+    }
+    memcpy(buf, tok, n);
+    buf[n] = '\0';
+    tk_url_err ue;
+    tk_host h;
+
+    char *slash = strchr(buf, '/');
+    if (slash) {
+        *slash = '\0';
+        char *addr = buf;
+        size_t al = strlen(addr);
+        if (al >= 2 && addr[0] == '[' && addr[al - 1] == ']') {
+            addr[al - 1] = '\0';
+            addr++;
+        }
+        int64_t len;
+        if (!tk_ip_parse(addr, &e->net)) {
+            snprintf(err, errlen, "\"%s\": not a CIDR prefix (write a.b.c.d/len or an IPv6 prefix)",
+                     shown);
+            return TK_EINVAL;
+        }
+        int max = e->net.family == 4 ? 32 : 128;
+        if (tk_parse_i64(slash + 1, 0, max, &len) != TK_OK) {
+            snprintf(err, errlen, "\"%s\": the prefix length must be a number from 0 to %d", shown,
+                     max);
+            return TK_EINVAL;
+        }
+        e->len = (unsigned)len;
+        tk_ip masked = e->net;
+        int bytes = max / 8;
+        for (int i = 0; i < bytes; i++) {
+            int bit = i * 8;
+            if (bit >= (int)e->len)
+                masked.b[i] = 0;
+            else if (bit + 8 > (int)e->len)
+                masked.b[i] &= (uint8_t)(0xff << (8 - (e->len - (unsigned)bit)));
+        }
+        if (memcmp(masked.b, e->net.b, 16) != 0) {
+            char m[48];
+            tk_ip_format(&masked, m, sizeof m);
+            snprintf(err, errlen, "\"%s\": host bits are set (did you mean %s/%u?)", shown, m,
+                     e->len);
+            return TK_EINVAL;
+        }
+        e->kind = ENT_NET;
+        char a[48];
+        tk_ip_format(&e->net, a, sizeof a);
+        snprintf(e->text, sizeof e->text, "%s/%u", a, e->len);
+        return TK_OK;
+    }
+    if (n >= 2 && buf[0] == '*' && buf[1] == '.') {
+        if (tk_url_host_parse(buf + 2, n - 2, &h, &ue) != TK_OK) {
+            snprintf(err, errlen, "\"%s\": %s", shown, ue.reason);
+            return TK_EINVAL;
+        }
+        if (h.type != TK_HOST_NAME) {
+            snprintf(err, errlen, "\"%s\": a wildcard applies to names, not addresses", shown);
+            return TK_EINVAL;
+        }
+        e->kind = ENT_SUFFIX;
+        snprintf(e->name, sizeof e->name, "%s", h.text);
+        snprintf(e->text, sizeof e->text, "*.%s", h.text);
+        return TK_OK;
+    }
+    if (strchr(buf, '*')) {
+        snprintf(err, errlen,
+                 "\"%s\": a wildcard must be the whole first label (\"*.example.com\")", shown);
+        return TK_EINVAL;
+    }
+    if (strchr(buf, ':') && tk_ip_parse(buf, &e->net)) {
+        /* A bare IPv6 address. */
+    } else {
+        if (strchr(buf, ':') && buf[0] != '[') {
+            snprintf(err, errlen,
+                     "\"%s\": not a host, an address or a CIDR prefix (ports go in "
+                     "SSRF_ALLOWED_PORTS)",
+                     shown);
+            return TK_EINVAL;
+        }
+        if (tk_url_host_parse(buf, n, &h, &ue) != TK_OK) {
+            snprintf(err, errlen, "\"%s\": %s", shown, ue.reason);
+            return TK_EINVAL;
+        }
+        if (h.type == TK_HOST_NAME) {
+            e->kind = ENT_NAME;
+            snprintf(e->name, sizeof e->name, "%s", h.text);
+            snprintf(e->text, sizeof e->text, "%s", h.text);
+            return TK_OK;
+        }
+        e->net = h.ip;
+    }
+    e->kind = ENT_NET;
+    e->len = e->net.family == 4 ? 32 : 128;
+    char a[48];
+    tk_ip_format(&e->net, a, sizeof a);
+    snprintf(e->text, sizeof e->text, "%s/%u", a, e->len);
+    return TK_OK;
+}
+
+static tk_status add_list(tk_ssrf_entry **list, size_t *count, const char *s, char *err,
+                          size_t errlen)
+{
+    if (!s)
+        return TK_OK;
+    const char *p = s;
+    while (*p) {
+        while (*p && is_sep((unsigned char)*p))
+            p++;
+        if (!*p)
+            break;
+        const char *start = p;
+        while (*p && !is_sep((unsigned char)*p))
+            p++;
+        if (*count >= MAX_ENTRIES) {
+            snprintf(err, errlen, "more than %d entries", MAX_ENTRIES);
+            return TK_EINVAL;
+        }
+        tk_ssrf_entry e;
+        if (parse_entry(start, (size_t)(p - start), &e, err, errlen) != TK_OK)
+            return TK_EINVAL;
+        *list = tk_realloc(*list, (*count + 1) * sizeof **list);
+        (*list)[(*count)++] = e;
+    }
+    return TK_OK;
+}
+
+void tk_ssrf_policy_init(tk_ssrf_policy *p)
+{
+    memset(p, 0, sizeof *p);
+    p->max_bytes = DEFAULT_MAX_BYTES;
+    p->timeout_ms = DEFAULT_TIMEOUT_MS;
+    p->max_redirects = DEFAULT_MAX_REDIRECTS;
+}
+
+void tk_ssrf_policy_free(tk_ssrf_policy *p)
+{
+    free(p->allow);
+    free(p->deny);
+    tk_ssrf_policy_init(p);
+}
+
+tk_status tk_ssrf_policy_allow(tk_ssrf_policy *p, const char *list, char *err, size_t errlen)
+{
+    return add_list(&p->allow, &p->nallow, list, err, errlen);
+}
+
+tk_status tk_ssrf_policy_deny(tk_ssrf_policy *p, const char *list, char *err, size_t errlen)
+{
+    return add_list(&p->deny, &p->ndeny, list, err, errlen);
+}
+
+tk_status tk_ssrf_policy_allow_ports(tk_ssrf_policy *p, const char *list, char *err, size_t errlen)
+{
+    const char *s = list ? list : "";
+    while (*s) {
+        while (*s && is_sep((unsigned char)*s))
+            s++;
+        if (!*s)
+            break;
+        const char *start = s;
+        while (*s && !is_sep((unsigned char)*s))
+            s++;
+        char tok[16], shown[96];
+        size_t n = (size_t)(s - start);
+        snip(shown, sizeof shown, start, n);
+        int64_t v;
+        if (n >= sizeof tok) {
+            snprintf(err, errlen, "\"%s\" is not a port (1-65535)", shown);
+            return TK_EINVAL;
+        }
+        memcpy(tok, start, n);
+        tok[n] = '\0';
+        if (tok[0] == '+' || tok[0] == '-' || tk_parse_i64(tok, 1, 65535, &v) != TK_OK) {
+            snprintf(err, errlen, "\"%s\" is not a port (1-65535)", shown);
+            return TK_EINVAL;
+        }
+        int dup = v == 80 || v == 443;
+        for (size_t i = 0; i < p->nports && !dup; i++)
+            dup = p->ports[i] == v;
+        if (dup)
+            continue;
+        if (p->nports >= TK_SSRF_MAX_PORTS) {
+            snprintf(err, errlen, "more than %d ports", TK_SSRF_MAX_PORTS);
+            return TK_EINVAL;
+        }
+        p->ports[p->nports++] = (uint16_t)v;
+    }
+    return TK_OK;
+}
+
+/* Bytes with an optional binary suffix: 2097152, 512K, 2M, 1G (also KB/KiB...). */
+static int parse_size(const char *s, uint64_t *out)
+{
+    uint64_t v = 0;
+    size_t i = 0;
+    if (!s || !(s[0] >= '0' && s[0] <= '9'))
+        return 0;
+    for (; s[i] >= '0' && s[i] <= '9'; i++) {
+        v = v * 10 + (uint64_t)(s[i] - '0');
+        if (v > (1ull << 40))
+            return 0;
+    }
+    const char *suf = s + i;
+    uint64_t mul = 1;
+    static const struct {
+        const char *s;
+        uint64_t m;
+    } sufs[] = {{"", 1},          {"b", 1},        {"k", 1 << 10},  {"kb", 1 << 10},
+                {"kib", 1 << 10}, {"m", 1 << 20},  {"mb", 1 << 20}, {"mib", 1 << 20},
+                {"g", 1 << 30},   {"gb", 1 << 30}, {"gib", 1 << 30}};
+    size_t k = 0;
+    for (; k < TK_ARRAY_LEN(sufs); k++)
+        if (strcasecmp(suf, sufs[k].s) == 0)
+            break;
+    if (k == TK_ARRAY_LEN(sufs))
+        return 0;
+    mul = sufs[k].m;
+    *out = v * mul;
+    return 1;
+}
+
+tk_status tk_ssrf_policy_from_env(tk_ssrf_policy *p, char *err, size_t errlen)
+{
+    tk_ssrf_policy_init(p);
+    char e[320];
+    const char *v;
+    static const char *const lists[] = {"SSRF_ALLOW", "SSRF_DENY", "SSRF_ALLOWED_PORTS"};
+    for (size_t i = 0; i < TK_ARRAY_LEN(lists); i++) {
+        v = getenv(lists[i]);
+        if (!v || !*v)
+            continue;
+        tk_status st = i == 0   ? tk_ssrf_policy_allow(p, v, e, sizeof e)
+                       : i == 1 ? tk_ssrf_policy_deny(p, v, e, sizeof e)
+                                : tk_ssrf_policy_allow_ports(p, v, e, sizeof e);
+        if (st != TK_OK) {
+            snprintf(err, errlen, "%s: %s", lists[i], e);
+            goto fail;
+        }
+    }
+    char shown[96];
+    v = getenv("FETCH_MAX_BYTES");
+    if (v && *v) {
+        uint64_t n;
+        if (!parse_size(v, &n) || n < 1 || n > (1u << 30)) {
+            snip(shown, sizeof shown, v, strlen(v));
+            snprintf(err, errlen,
+                     "FETCH_MAX_BYTES: \"%s\" is not a size from 1 byte to 1G (e.g. 2097152, "
+                     "512K, 2M)",
+                     shown);
+            goto fail;
+        }
+        p->max_bytes = (size_t)n;
+    }
+    v = getenv("FETCH_TIMEOUT");
+    if (v && *v) {
+        int64_t ms;
+        if (tk_parse_duration(v, &ms) != TK_OK || ms < 100 || ms > 10 * 60 * 1000) {
+            snip(shown, sizeof shown, v, strlen(v));
+            snprintf(err, errlen,
+                     "FETCH_TIMEOUT: \"%s\" is not a duration from 100ms to 10m (e.g. 15s)", shown);
+            goto fail;
+        }
+        p->timeout_ms = (long)ms;
+    }
+    v = getenv("FETCH_MAX_REDIRECTS");
+    if (v && *v) {
+        int64_t n;
+        if (tk_parse_i64(v, 0, TK_SSRF_MAX_REDIRECTS, &n) != TK_OK) {
+            snip(shown, sizeof shown, v, strlen(v));
+            snprintf(err, errlen, "FETCH_MAX_REDIRECTS: \"%s\" is not a number from 0 to %d", shown,
+                     TK_SSRF_MAX_REDIRECTS);
+            goto fail;
+        }
+        p->max_redirects = (int)n;
+    }
+    return TK_OK;
+fail:
+    tk_ssrf_policy_free(p);
+    return TK_EINVAL;
+}
+
+static const tk_ssrf_entry *match_name(const tk_ssrf_entry *list, size_t n, const char *host)
+{
+    size_t hl = strlen(host);
+    for (size_t i = 0; i < n; i++) {
+        const tk_ssrf_entry *e = &list[i];
+        if (e->kind == ENT_NAME && strcmp(e->name, host) == 0)
+            return e;
+        if (e->kind == ENT_SUFFIX) {
+            size_t sl = strlen(e->name);
+            if (hl > sl + 1 && host[hl - sl - 1] == '.' && strcmp(host + hl - sl, e->name) == 0)
+                return e;
+        }
+    }
+    return NULL;
+}
+
+static const tk_ssrf_entry *match_ip(const tk_ssrf_entry *list, size_t n, const tk_ip *ip)
+{
+    for (size_t i = 0; i < n; i++) {
+        const tk_ssrf_entry *e = &list[i];
+        if (e->kind == ENT_NET && e->net.family == ip->family &&
+            prefix_match(ip->b, e->net.b, e->len))
+            return e;
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------- */
+/* The check                                                                 */
+/* ------------------------------------------------------------------------- */
+
+static tk_status sys_resolve(void *ud, const char *host, tk_ip *out, size_t max, size_t *n,
+                             char *err, size_t errlen)
+{
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    *n = 0;
+    int rc = getaddrinfo(host, NULL, &hints, &res);
+    if (rc != 0) {
+        snprintf(err, errlen, "%s", rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
+        return rc == EAI_NONAME || rc == EAI_NODATA ? TK_ENOENT : TK_ERROR;
+    }
+    tk_status st = TK_OK;
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        tk_ip ip;
+        memset(&ip, 0, sizeof ip);
+        if (ai->ai_family == AF_INET && ai->ai_addrlen >= sizeof(struct sockaddr_in)) {
+            struct sockaddr_in sin;
+            memcpy(&sin, ai->ai_addr, sizeof sin);
+            ip.family = 4;
+            memcpy(ip.b, &sin.sin_addr, 4);
+        } else if (ai->ai_family == AF_INET6 && ai->ai_addrlen >= sizeof(struct sockaddr_in6)) {
+            struct sockaddr_in6 sin6;
+            memcpy(&sin6, ai->ai_addr, sizeof sin6);
+            ip.family = 6;
+            memcpy(ip.b, &sin6.sin6_addr, 16);
+        } else {
+            continue;
+        }
+        int dup = 0;
+        for (size_t i = 0; i < *n && !dup; i++)
+            dup = ip_eq(&out[i], &ip);
+        if (dup)
+            continue;
+        if (*n == max) {
+            snprintf(err, errlen, "more than %zu addresses", max);
+            st = TK_ETOOBIG;
+            break;
+        }
+        out[(*n)++] = ip;
+    }
+    freeaddrinfo(res);
+    return st;
+}
+
+static int port_allowed(const tk_ssrf_policy *p, int port)
+{
+    if (port == 80 || port == 443)
+        return 1;
+    for (size_t i = 0; i < p->nports; i++)
+        if (p->ports[i] == port)
+            return 1;
+    return 0;
+}
+
+/* One address against the policy: fills why ("loopback (127.0.0.0/8)", to follow
+ * "<addr> is ") and sets *listed when an allowlist entry admitted it. */
+static tk_ssrf_code check_addr(const tk_ssrf_policy *p, const tk_ip *ip,
+                               const tk_ssrf_entry *name_allowed, char *why, size_t whylen,
+                               int *listed)
+{
+    *listed = 0;
+    const tk_ssrf_entry *e = match_ip(p->deny, p->ndeny, ip);
+    struct embedded emb[2];
+    int ne = embedded_v4(ip, emb);
+    for (int i = 0; !e && i < ne; i++) {
+        tk_ip v4 = {.family = 4};
+        memcpy(v4.b, emb[i].v4, 4);
+        e = match_ip(p->deny, p->ndeny, &v4);
+    }
+    if (e) {
+        snprintf(why, whylen, "in the operator denylist (SSRF_DENY entry %s)", e->text);
+        return TK_SSRF_DENIED_HOST;
+    }
+    static const uint8_t zero[16];
+    if (memcmp(ip->b, zero, ip->family == 4 ? 4 : 16) == 0) {
+        snprintf(why, whylen, "unspecified (%s), never a valid target",
+                 ip->family == 4 ? "0.0.0.0/32" : "::/128");
+        return TK_SSRF_BLOCKED_ADDRESS;
+    }
+    if (name_allowed) {
+        snprintf(why, whylen, "admitted by the operator allowlist (SSRF_ALLOW entry %s)",
+                 name_allowed->text);
+        *listed = 1;
+        return TK_SSRF_OK;
+    }
+    e = match_ip(p->allow, p->nallow, ip);
+    if (e) {
+        snprintf(why, whylen, "admitted by the operator allowlist (SSRF_ALLOW entry %s)", e->text);
+        *listed = 1;
+        return TK_SSRF_OK;
+    }
+    if (tk_ssrf_addr_blocked(ip, why, whylen))
+        return TK_SSRF_BLOCKED_ADDRESS;
+    snprintf(why, whylen, "a public address");
+    return TK_SSRF_OK;
+}
+
+static tk_status refuse(tk_ssrf_target *t, tk_ssrf_code code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static tk_status refuse(tk_ssrf_target *t, tk_ssrf_code code, const char *fmt, ...)
+{
+    t->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->reason, sizeof t->reason, fmt, ap);
+    va_end(ap);
+    t->naddrs = 0;
+    tk_debug("ssrf", "msg=\"refused\" code=%s host=%s port=%d", tk_ssrf_code_str(code),
+             t->host[0] ? t->host : "-", t->port);
+    return code == TK_SSRF_DNS_FAILED ? TK_ENOENT : TK_EDENIED;
+}
+
+/* The check after parsing: port, lists, addresses. */
+static tk_status check_parsed(const tk_ssrf_policy *p, const tk_host *h, int port,
+                              tk_ssrf_target *t)
+{
+    snprintf(t->host, sizeof t->host, "%s", h->text);
+    t->host_type = h->type;
+    t->port = port;
+    if (!port_allowed(p, port)) {
+        char list[TK_SSRF_MAX_PORTS * 7 + 16] = "80, 443";
+        size_t n = strlen(list);
+        for (size_t i = 0; i < p->nports && n < sizeof list - 8; i++)
+            n += (size_t)snprintf(list + n, sizeof list - n, ", %u", p->ports[i]);
+        return refuse(t, TK_SSRF_BAD_PORT,
+                      "port %d is not allowed (allowed: %s; see SSRF_ALLOWED_PORTS)", port, list);
+    }
+    const tk_ssrf_entry *name_allowed = NULL;
+    if (h->type == TK_HOST_NAME) {
+        const tk_ssrf_entry *e = match_name(p->deny, p->ndeny, h->text);
+        if (e)
+            return refuse(t, TK_SSRF_DENIED_HOST,
+                          "%s is in the operator denylist (SSRF_DENY entry %s)", h->text, e->text);
+        name_allowed = match_name(p->allow, p->nallow, h->text);
+        char rerr[200] = "";
+        size_t n = 0;
+        tk_ssrf_resolve_fn fn = p->resolve ? p->resolve : sys_resolve;
+        tk_status st =
+            fn(p->resolve_ud, h->text, t->addrs, TK_SSRF_MAX_ADDRS, &n, rerr, sizeof rerr);
+        if (n > TK_SSRF_MAX_ADDRS)
+            n = TK_SSRF_MAX_ADDRS;
+        if (st == TK_ETOOBIG)
+            return refuse(t, TK_SSRF_DNS_FAILED, "%s has more than %d addresses", h->text,
+                          TK_SSRF_MAX_ADDRS);
+        if (st != TK_OK)
+            return refuse(t, TK_SSRF_DNS_FAILED, "%s could not be resolved (%s)", h->text,
+                          rerr[0] ? rerr : "no address");
+        if (n == 0)
+            return refuse(t, TK_SSRF_DNS_FAILED, "%s has no address", h->text);
+        t->naddrs = n;
+    } else {
+        t->addrs[0] = h->ip;
+        t->naddrs = 1;
+    }
+    char why[320], a[48], listed_why[320] = "";
+    int listed_any = 0;
+    for (size_t i = 0; i < t->naddrs; i++) {
+        int listed;
+        tk_ssrf_code c = check_addr(p, &t->addrs[i], name_allowed, why, sizeof why, &listed);
+        if (listed && !listed_any)
+            snprintf(listed_why, sizeof listed_why, "%s", why);
+        listed_any |= listed;
+        if (c == TK_SSRF_OK)
+            continue;
+        tk_ip_format(&t->addrs[i], a, sizeof a);
+        if (h->type != TK_HOST_NAME)
+            return refuse(t, c, "%s is %s", a, why);
+        if (t->naddrs > 1)
+            return refuse(t, c,
+                          "%s resolves to %s, which is %s (one of its %zu addresses; a name is "
+                          "refused when any of them is)",
+                          h->text, a, why, t->naddrs);
+        return refuse(t, c, "%s resolves to %s, which is %s", h->text, a, why);
+    }
+    t->code = TK_SSRF_OK;
+    t->by_allowlist = listed_any;
+    size_t n = (size_t)snprintf(t->reason, sizeof t->reason, "allowed: %s ->", h->text);
+    for (size_t i = 0; i < t->naddrs && n < sizeof t->reason - 60; i++) {
+        tk_ip_format(&t->addrs[i], a, sizeof a);
+        n += (size_t)snprintf(t->reason + n, sizeof t->reason - n, "%s%s", i ? ", " : " ", a);
+    }
+    if (n < sizeof t->reason)
+        snprintf(t->reason + n, sizeof t->reason - n, " (%s)", listed_any ? listed_why : "public");
+    return TK_OK;
+}
+
+static tk_ssrf_code fault_code(tk_url_fault f)
+{
+    switch (f) {
+    case TK_URL_ESCHEME:
+        return TK_SSRF_BAD_SCHEME;
+    case TK_URL_EUSERINFO:
+        return TK_SSRF_USERINFO;
+    case TK_URL_EPORT:
+        return TK_SSRF_BAD_PORT;
+    default:
+        return TK_SSRF_BAD_URL;
+    }
+}
+
+tk_status tk_ssrf_check(const tk_ssrf_policy *p, const char *url, tk_ssrf_target *t)
+{
+    memset(t, 0, sizeof *t);
+    tk_arena *a = tk_arena_new(4 * TK_URL_MAX + 4096);
+    tk_url u;
+    tk_url_err ue;
+    tk_status st;
+    if (tk_url_parse(a, url, url ? strlen(url) : 0, &u, &ue) != TK_OK) {
+        st = refuse(t, fault_code(ue.fault), "%s", ue.reason);
+        goto out;
+    }
+    t->url = tk_strdup(u.href);
+    st = check_parsed(p, &u.host, u.port, t);
+out:
+    tk_arena_free(a);
+    return st;
+}
+
+tk_status tk_ssrf_check_host(const tk_ssrf_policy *p, const char *host, int port, tk_ssrf_target *t)
+{
+    memset(t, 0, sizeof *t);
+    tk_host h;
+    tk_url_err ue;
+    if (tk_url_host_parse(host, host ? strlen(host) : 0, &h, &ue) != TK_OK)
+        return refuse(t, TK_SSRF_BAD_URL, "%s", ue.reason);
+    if (port < 1 || port > 65535) {
+        snprintf(t->host, sizeof t->host, "%s", h.text);
+        return refuse(t, TK_SSRF_BAD_PORT, "port %d is out of range (1-65535)", port);
+    }
+    return check_parsed(p, &h, port, t);
+}
+
+void tk_ssrf_target_free(tk_ssrf_target *t)
+{
+    free(t->url);
+    t->url = NULL;
+}
+
+void tk_ssrf_target_describe(const tk_ssrf_target *t, char *out, size_t outlen)
+{
+    if (t->code == TK_SSRF_OK)
+        snprintf(out, outlen, "allowed %s (%s)", t->url ? t->url : t->host, t->reason);
+    else
+        snprintf(out, outlen, "refused %s: %s", tk_ssrf_code_str(t->code), t->reason);
+}
+
+/* ------------------------------------------------------------------------- */
+/* The checked fetch                                                         */
+/* ------------------------------------------------------------------------- */
+
+struct hop {
+    const tk_ssrf_policy *p;
+    const tk_ssrf_target *t;
+    const tk_ssrf_entry *name_allowed;
+    const tk_ssrf_fetch_opts *o;
+    tk_buf *body;
+    size_t cap;
+    long status;     /* from the last status line */
+    tk_buf location; /* Location of the last response */
+    size_t header_bytes;
+    int is_redirect; /* a 3xx with a Location: its body is not wanted */
+    int location_too_long;
+    int redirect_abort, truncated, too_big, cancelled;
+    int pin_violation, hook_refused;
+    char refused_addr[48];
+};
+
+static int redirect_status(long s)
+{
+    return s == 301 || s == 302 || s == 303 || s == 307 || s == 308;
+}
+
+static int sockaddr_ip(const struct sockaddr *sa, socklen_t len, tk_ip *ip, int *port)
+{
+    memset(ip, 0, sizeof *ip);
+    if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
+        struct sockaddr_in sin;
+        memcpy(&sin, sa, sizeof sin);
+        ip->family = 4;
+        memcpy(ip->b, &sin.sin_addr, 4);
+        *port = ntohs(sin.sin_port);
+        return 1;
+    }
+    if (sa->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+        struct sockaddr_in6 sin6;
+        memcpy(&sin6, sa, sizeof sin6);
+        ip->family = 6;
+        memcpy(ip->b, &sin6.sin6_addr, 16);
+        *port = ntohs(sin6.sin6_port);
+        return 1;
+    }
+    return 0;
+}
+
+/* Right before connect(): the address must be one the check admitted, for the
+ * port checked, and must pass the address rules again. */
+static curl_socket_t open_cb(void *ud, curlsocktype purpose, struct curl_sockaddr *ca)
+{
+    struct hop *x = ud;
+    tk_ip ip;
+    int port = 0;
+    if (purpose != CURLSOCKTYPE_IPCXN || !sockaddr_ip(&ca->addr, ca->addrlen, &ip, &port)) {
+        x->pin_violation = 1;
+        snprintf(x->refused_addr, sizeof x->refused_addr, "a non-IP socket");
+        return CURL_SOCKET_BAD;
+    }
+    tk_ip_format(&ip, x->refused_addr, sizeof x->refused_addr);
+    int pinned = 0;
+    for (size_t i = 0; i < x->t->naddrs && !pinned; i++)
+        pinned = ip_eq(&x->t->addrs[i], &ip);
+    char why[320];
+    int listed;
+    if (!pinned || port != x->t->port ||
+        check_addr(x->p, &ip, x->name_allowed, why, sizeof why, &listed) != TK_SSRF_OK) {
+        x->pin_violation = 1;
+        tk_warn("ssrf", "msg=\"connect refused: not a checked address\" host=%s addr=%s port=%d",
+                x->t->host, x->refused_addr, port);
+        return CURL_SOCKET_BAD;
+    }
+    if (x->p->on_connect && x->p->on_connect(x->p->connect_ud, &ip, port) != 0) {
+        x->hook_refused = 1;
+        return CURL_SOCKET_BAD;
+    }
+    x->refused_addr[0] = '\0';
+    return socket(ca->family, ca->socktype | SOCK_CLOEXEC, ca->protocol);
+}
+
+static size_t write_cb(char *data, size_t size, size_t nmemb, void *ud)
+{
+    struct hop *x = ud;
+    size_t n = size * nmemb;
+    if (x->is_redirect) {
+        x->redirect_abort = 1;
+        return 0;
+    }
+    if (x->body->len + n > x->cap) {
+        if (x->o->allow_truncation) {
+            size_t room = x->cap - x->body->len;
+            if (room && tk_buf_append(x->body, data, room) != TK_OK)
+                x->too_big = 1;
+            x->truncated = 1;
+        } else {
+            x->too_big = 1;
+        }
+        return 0;
+    }
+    if (tk_buf_append(x->body, data, n) != TK_OK) {
+        x->too_big = 1;
+        return 0;
+    }
+    return n;
+}
+
+static size_t header_cb(char *data, size_t size, size_t nmemb, void *ud)
+{
+    struct hop *x = ud;
+    size_t n = size * nmemb;
+    x->header_bytes += n;
+    if (x->header_bytes > MAX_HEADER_BYTES)
+        return 0;
+    if (n >= 5 && strncasecmp(data, "HTTP/", 5) == 0) {
+        /* A new response (after a 1xx): start over. */
+        const char *sp = memchr(data, ' ', n);
+        long st = 0;
+        if (sp) {
+            size_t k = (size_t)(sp - data) + 1;
+            for (int d = 0; d < 3 && k < n && data[k] >= '0' && data[k] <= '9'; d++, k++)
+                st = st * 10 + (data[k] - '0');
+        }
+        x->status = st;
+        x->is_redirect = 0;
+        x->location_too_long = 0;
+        tk_buf_reset(&x->location);
+        return n;
+    }
+    if (n >= 9 && strncasecmp(data, "location:", 9) == 0) {
+        const char *v = data + 9;
+        size_t vl = n - 9;
+        while (vl && (*v == ' ' || *v == '\t')) {
+            v++;
+            vl--;
+        }
+        while (vl &&
+               (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' ' || v[vl - 1] == '\t'))
+            vl--;
+        tk_buf_reset(&x->location);
+        x->location_too_long = tk_buf_append(&x->location, v, vl) != TK_OK;
+        return n;
+    }
+    if ((n == 2 && data[0] == '\r') || (n == 1 && data[0] == '\n'))
+        x->is_redirect =
+            redirect_status(x->status) && (x->location.len > 0 || x->location_too_long);
+    return n;
+}
+
+static int progress_cb(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    struct hop *x = ud;
+    if (x->o->cancel && *x->o->cancel) {
+        x->cancelled = 1;
+        return 1;
+    }
+    return 0;
+}
+
+static int header_is_host(const char *h)
+{
+    while (*h == ' ' || *h == '\t')
+        h++;
+    if (strncasecmp(h, "host", 4) != 0)
+        return 0;
+    h += 4;
+    while (*h == ' ' || *h == '\t')
+        h++;
+    return *h == ':';
+}
+
+static tk_status set_result(tk_ssrf_result *r, tk_ssrf_code code, tk_status st, const char *fmt,
+                            ...) __attribute__((format(printf, 4, 5)));
+static tk_status set_result(tk_ssrf_result *r, tk_ssrf_code code, tk_status st, const char *fmt,
+                            ...)
+{
+    r->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->reason, sizeof r->reason, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+static void copy_text(char *out, size_t outlen, const char *s)
+{
+    size_t j = 0;
+    for (; s && *s && j + 1 < outlen; s++) {
+        unsigned char c = (unsigned char)*s;
+        out[j++] = (c < 0x20 || c == 0x7f) ? ' ' : (char)c;
+    }
+    out[j] = '\0';
+}
+
+/*
+ * One request to a checked target. Returns TK_OK with a response (x->status,
+ * x->location), or an error already set in r.
+ */
+static tk_status do_hop(const tk_ssrf_policy *p, const tk_ssrf_target *t, const char *method,
+                        const tk_ssrf_fetch_opts *o, int send_headers, long remaining_ms,
+                        size_t cap, struct hop *x, tk_ssrf_result *r, tk_ssrf_hop *hop)
+{
+    tk_status st = TK_OK;
+    char errbuf[CURL_ERROR_SIZE] = "";
+    struct curl_slist *resolve = NULL, *headers = NULL;
+    CURL *c = curl_easy_init();
+    if (!c)
+        tk_oom();
+
+    memset(x, 0, sizeof *x);
+    x->p = p;
+    x->t = t;
+    x->o = o;
+    x->body = &r->body;
+    x->cap = cap;
+    tk_buf_init(&x->location, TK_URL_MAX);
+    x->name_allowed =
+        t->host_type == TK_HOST_NAME ? match_name(p->allow, p->nallow, t->host) : NULL;
+    tk_buf_reset(&r->body);
+    r->truncated = 0;
+
+    if (t->host_type == TK_HOST_NAME) {
+        /* Pin: curl resolves nothing itself; it connects to these or to nothing. */
+        tk_buf pin;
+        tk_buf_init(&pin, 8192);
+        tk_buf_printf(&pin, "%s:%d:", t->host, t->port);
+        for (size_t i = 0; i < t->naddrs; i++) {
+            char a[48];
+            tk_ip_format(&t->addrs[i], a, sizeof a);
+            tk_buf_printf(&pin, t->addrs[i].family == 6 ? "%s[%s]" : "%s%s", i ? "," : "", a);
+        }
+        resolve = curl_slist_append(NULL, tk_buf_cstr(&pin));
+        tk_buf_free(&pin);
+        if (!resolve)
+            tk_oom();
+        curl_easy_setopt(c, CURLOPT_RESOLVE, resolve);
+    }
+    if (send_headers)
+        for (const char *const *h = o->headers; h && *h; h++)
+            if (!header_is_host(*h))
+                headers = curl_slist_append(headers, *h);
+    headers = curl_slist_append(headers, "Expect:");
+
+    curl_easy_setopt(c, CURLOPT_URL, t->url);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(c, CURLOPT_MAXREDIRS, 0L);
+    curl_easy_setopt(c, CURLOPT_PROXY, "");
+    curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, open_cb);
+    curl_easy_setopt(c, CURLOPT_OPENSOCKETDATA, x);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write_cb);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, header_cb);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, x);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, progress_cb);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, x);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, o->user_agent ? o->user_agent : "tusko/" TUSKO_VERSION);
+    curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, remaining_ms);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, TK_MIN(remaining_ms, 10000L));
+    int head = strcmp(method, "HEAD") == 0;
+    if (!o->allow_truncation && !head) /* refuse early on a Content-Length over the cap */
+        curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)cap);
+    if (head)
+        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    else
+        curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+
+    CURLcode rc = curl_easy_perform(c);
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    hop->status = status;
+    char *pip = NULL;
+    tk_ip cip;
+    if (curl_easy_getinfo(c, CURLINFO_PRIMARY_IP, &pip) == CURLE_OK && pip &&
+        tk_ip_parse(pip, &cip))
+        tk_ip_format(&cip, hop->address, sizeof hop->address);
+    char *ct = NULL;
+    if (curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct) == CURLE_OK && ct)
+        copy_text(r->content_type, sizeof r->content_type, ct);
+    else
+        r->content_type[0] = '\0';
+    x->status = status ? status : x->status;
+
+    if (rc == CURLE_OK ||
+        (rc == CURLE_WRITE_ERROR && (x->redirect_abort || x->truncated) && !x->too_big)) {
+        st = TK_OK;
+    } else if (x->pin_violation) {
+        st = set_result(r, TK_SSRF_BLOCKED_ADDRESS, TK_EDENIED,
+                        "the connection to %s was refused: not an address the check admitted "
+                        "for %s",
+                        x->refused_addr, t->host);
+    } else if (x->hook_refused) {
+        st = set_result(r, TK_SSRF_FETCH_FAILED, TK_ERROR, "the connect hook refused %s port %d",
+                        x->refused_addr, t->port);
+    } else if (x->cancelled) {
+        st = set_result(r, TK_SSRF_CANCELLED, TK_ECLOSED, "the fetch was cancelled");
+    } else if (x->too_big || rc == CURLE_FILESIZE_EXCEEDED) {
+        st = set_result(r, TK_SSRF_TOO_LARGE, TK_ETOOBIG,
+                        "the response body of %s is larger than %zu bytes", t->url, cap);
+    } else if (rc == CURLE_OPERATION_TIMEDOUT) {
+        st = set_result(r, TK_SSRF_TIMEOUT, TK_ETIMEOUT, "no complete response from %s in time",
+                        t->url);
+    } else {
+        st = set_result(r, TK_SSRF_FETCH_FAILED, TK_ERROR, "%s: %s", t->url,
+                        errbuf[0] ? errbuf : curl_easy_strerror(rc));
+    }
+    r->truncated = x->truncated && st == TK_OK;
+    curl_slist_free_all(headers);
+    curl_slist_free_all(resolve);
+    curl_easy_cleanup(c);
+    return st;
+}
+
+tk_status tk_ssrf_fetch(const tk_ssrf_policy *p, const char *url, const tk_ssrf_fetch_opts *opts,
+                        tk_ssrf_result *r)
+{
+    static const tk_ssrf_fetch_opts defaults;
+    const tk_ssrf_fetch_opts *o = opts ? opts : &defaults;
+    int64_t start = tk_mono_ms();
+    memset(r, 0, sizeof *r);
+    size_t cap = o->max_bytes ? o->max_bytes : p->max_bytes ? p->max_bytes : DEFAULT_MAX_BYTES;
+    tk_buf_init(&r->body, cap);
+    long timeout = o->timeout_ms > 0   ? o->timeout_ms
+                   : p->timeout_ms > 0 ? p->timeout_ms
+                                       : DEFAULT_TIMEOUT_MS;
+    int max_redirects = o->max_redirects == TK_SSRF_NO_REDIRECTS ? 0
+                        : o->max_redirects > 0                   ? o->max_redirects
+                                                                 : p->max_redirects;
+    max_redirects = TK_MAX(0, TK_MIN(max_redirects, TK_SSRF_MAX_REDIRECTS));
+    const char *method = o->method ? o->method : "GET";
+    tk_httpc_global_init();
+
+    tk_status st;
+    tk_arena *a = tk_arena_new(0);
+    tk_ssrf_target t;
+    memset(&t, 0, sizeof t);
+    char *first_origin = NULL;
+    const char *next = url;
+    struct hop x;
+    memset(&x, 0, sizeof x);
+
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+        st = set_result(r, TK_SSRF_FETCH_FAILED, TK_EINVAL,
+                        "only GET and HEAD are supported by the checked fetch");
+        goto out;
+    }
+    for (const char *const *hd = o->headers; hd && *hd; hd++) {
+        if (strpbrk(*hd, "\r\n") || !strchr(*hd, ':')) {
+            st = set_result(r, TK_SSRF_FETCH_FAILED, TK_EINVAL,
+                            "a request header is not one \"Name: value\" line");
+            goto out;
+        }
+    }
+    for (size_t h = 0;; h++) {
+        st = tk_ssrf_check(p, next, &t);
+        if (st != TK_OK) {
+            if (h == 0) {
+                set_result(r, t.code, st, "%s", t.reason);
+                r->final_url = t.url ? tk_strdup(t.url) : NULL;
+            } else {
+                r->cause = t.code;
+                set_result(r, TK_SSRF_REDIRECT_BLOCKED, TK_EDENIED,
+                           "the redirect from %s to %s was refused: %s (%s)", r->hops[h - 1].url,
+                           t.url ? t.url : "an invalid URL", t.reason, tk_ssrf_code_str(t.code));
+                st = TK_EDENIED;
+            }
+            break;
+        }
+        tk_url cur;
+        if (tk_url_parse(a, t.url, strlen(t.url), &cur, NULL) != TK_OK) {
+            st = set_result(r, TK_SSRF_BAD_URL, TK_EDENIED, "the URL could not be parsed again");
+            break;
+        }
+        if (h == 0)
+            first_origin = tk_arena_strdup(a, cur.origin);
+        int64_t remaining = timeout - (tk_mono_ms() - start);
+        if (remaining <= 0) {
+            st = set_result(r, TK_SSRF_TIMEOUT, TK_ETIMEOUT, "no complete response in %ld ms",
+                            timeout);
+            break;
+        }
+        tk_ssrf_hop *hop = &r->hops[r->nhops++];
+        hop->url = tk_strdup(t.url);
+        free(r->final_url);
+        r->final_url = tk_strdup(t.url);
+        int same_origin = strcmp(cur.origin, first_origin) == 0;
+        st = do_hop(p, &t, method, o, same_origin, (long)remaining, cap, &x, r, hop);
+        r->status = hop->status;
+        if (st != TK_OK)
+            break;
+        if (!x.is_redirect) {
+            set_result(r, TK_SSRF_OK, TK_OK, "fetched %s (status %ld)", t.url, r->status);
+            break;
+        }
+        /* A redirect: resolve the Location and check the target in full. */
+        tk_url target;
+        tk_url_err ue;
+        if (x.location_too_long ||
+            tk_url_resolve(a, &cur, x.location.data, x.location.len, &target, &ue) != TK_OK) {
+            char shown[96];
+            snip(shown, sizeof shown, tk_buf_cstr(&x.location), x.location.len);
+            r->cause = x.location_too_long ? TK_SSRF_BAD_URL : fault_code(ue.fault);
+            st = set_result(r, TK_SSRF_REDIRECT_BLOCKED, TK_EDENIED,
+                            "the redirect from %s to \"%s\" was refused: %s (%s)", t.url, shown,
+                            x.location_too_long ? "the Location is too long" : ue.reason,
+                            tk_ssrf_code_str(r->cause));
+            break;
+        }
+        if (h >= (size_t)max_redirects) {
+            st = set_result(r, TK_SSRF_TOO_MANY_REDIRECTS, TK_EDENIED,
+                            "more than %d redirect%s (the next was to %s)", max_redirects,
+                            max_redirects == 1 ? "" : "s", target.href);
+            break;
+        }
+        if (r->status == 303)
+            method = strcmp(method, "HEAD") == 0 ? "HEAD" : "GET";
+        next = target.href;
+        tk_buf_free(&x.location);
+        tk_ssrf_target_free(&t);
+    }
+out:
+    if (r->code != TK_SSRF_OK)
+        tk_info("ssrf", "msg=\"fetch failed\" code=%s cause=%s host=%s", tk_ssrf_code_str(r->code),
+                r->code == TK_SSRF_REDIRECT_BLOCKED ? tk_ssrf_code_str(r->cause) : "-",
+                t.host[0] ? t.host : "-");
+    if (r->code != TK_SSRF_OK || r->status == 0 || x.is_redirect)
+        tk_buf_reset(&r->body);
+    tk_buf_free(&x.location);
+    tk_ssrf_target_free(&t);
+    tk_arena_free(a);
+    r->elapsed_ms = tk_mono_ms() - start;
+    return st;
+}
+
+void tk_ssrf_result_free(tk_ssrf_result *r)
+{
+    for (size_t i = 0; i < r->nhops; i++)
+        free(r->hops[i].url);
+    r->nhops = 0;
+    free(r->final_url);
+    r->final_url = NULL;
+    tk_buf_free(&r->body);
+}
