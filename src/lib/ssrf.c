@@ -645,7 +645,9 @@ static tk_status sys_resolve(void *ud, const char *host, tk_ip *out, size_t max,
     *n = 0;
     int rc = getaddrinfo(host, NULL, &hints, &res);
     if (rc != 0) {
-        snprintf(err, errlen, "%s", rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
+        char eb[128];
+        snprintf(err, errlen, "%s",
+                 rc == EAI_SYSTEM ? strerror_r(errno, eb, sizeof eb) : gai_strerror(rc));
         return rc == EAI_NONAME || rc == EAI_NODATA ? TK_ENOENT : TK_ERROR;
     }
     tk_status st = TK_OK;
