@@ -458,7 +458,7 @@ void execd_cmd_run(tk_req *r, void *ud)
         return;
     }
     int cwd_fd = -1;
-    int http = execd_workdir_open(json_object_get(j, "cwd"), &cwd_fd, err, sizeof err);
+    int http = execd_workdir_open(json_object_get(j, "cwd"), &cwd_fd, 0, err, sizeof err);
     if (http) {
         execd_env_free(envp);
         tk_respond_error(r, http, "INVALID_REQUEST_BODY", "%s", err);
@@ -513,7 +513,6 @@ void execd_cmd_run(tk_req *r, void *ud)
             .set_gid = set_gid,
             .uid = uid,
             .gid = gid,
-            .keep_fd = -1,
         };
         proc = execd_proc_spawn(&so, err, sizeof err);
     }

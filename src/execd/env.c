@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "execd/execd.h"
 
@@ -101,7 +103,7 @@ void execd_env_free(char **env)
     free(env);
 }
 
-int execd_workdir_open(const json_t *cwd, int *fd, char *err, size_t errlen)
+int execd_workdir_open(const json_t *cwd, int *fd, int create, char *err, size_t errlen)
 {
     *fd = -1;
     const char *p = NULL;

@@ -24,10 +24,11 @@ void execd_env_free(char **env);
 /*
  * Opens the working directory given as a JSON string (NULL or absent: the
  * workspace root) beneath the workspace, following only symlinks that stay
- * inside. On failure returns the HTTP status to answer (400) with a message
+ * inside; with create, a missing directory is made (as mkdir -p, never through
+ * a symlink). On failure returns the HTTP status to answer (400) with a message
  * naming the rule; 0 with *fd set on success.
  */
-int execd_workdir_open(const json_t *cwd, int *fd, char *err, size_t errlen);
+int execd_workdir_open(const json_t *cwd, int *fd, int create, char *err, size_t errlen);
 
 /* Reads a JSON string that must not contain NUL: its bytes or NULL. */
 const char *execd_json_cstr(const json_t *v, size_t *len);

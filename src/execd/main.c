@@ -12,6 +12,7 @@
 #include "execd/cmd.h"
 #include "execd/execd.h"
 #include "execd/proc.h"
+#include "execd/session.h"
 #include "lib/httpd.h"
 #include "lib/log.h"
 #include "lib/prog.h"
@@ -86,6 +87,8 @@ static void interrupt_command(tk_req *r, void *ud)
         return;
     }
     int k = execd_cmd_interrupt(id);
+    if (k == 0)
+        k = execd_session_interrupt(id);
     if (k == 1) {
         tk_respond_empty(r, 200);
         return;
@@ -124,6 +127,9 @@ int main(int argc, char **argv)
         {"DELETE", "/command", interrupt_command, NULL, 0},
         {"GET", "/command/status/{id}", execd_cmd_status, NULL, 0},
         {"GET", "/command/{id}/logs", execd_cmd_logs, NULL, 0},
+        {"POST", "/session", execd_session_create, NULL, TK_ROUTE_BLOCKING},
+        {"POST", "/session/{sessionId}/run", execd_session_run, NULL, TK_ROUTE_BLOCKING},
+        {"DELETE", "/session/{sessionId}", execd_session_delete, NULL, 0},
     };
     tk_httpd_config hc = {
         .listen = opt_listen,
@@ -142,6 +148,7 @@ int main(int argc, char **argv)
     int sig = tk_prog_wait();
     tk_info("main", "msg=\"stopping\" signal=%d", sig);
     execd_cmd_shutdown(5000);
+    execd_session_shutdown(5000);
     tk_httpd_stop(h);
     tk_ws_close(&execd_cfg.ws);
     tk_config_free(settings, TK_ARRAY_LEN(settings));

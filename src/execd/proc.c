@@ -150,10 +150,10 @@ static const char *step_name(int s)
     return "spawn";
 }
 
-/* Moves fd out of the 0..3 range so dup2 into place cannot clobber another. */
+/* Moves fd out of the 0..4 range so dup2 into place cannot clobber another. */
 static int lift(int fd, int errfd)
 {
-    if (fd < 0 || fd > 3)
+    if (fd < 0 || fd > 4)
         return fd;
     int n = fcntl(fd, F_DUPFD, 10);
     if (n < 0)
@@ -218,12 +218,20 @@ execd_proc *execd_proc_spawn(const execd_spawn_opts *o, char *err, size_t errlen
         int in = lift(o->stdin_fd >= 0 ? o->stdin_fd : devnull, efd);
         int out = lift(o->stdout_fd >= 0 ? o->stdout_fd : devnull, efd);
         int er = lift(o->stderr_fd >= 0 ? o->stderr_fd : devnull, efd);
-        int keep = lift(o->keep_fd, efd);
-        efd = lift(efd, efd);
+        int extra[2] = {-1, -1};
+        for (int i = 0; i < o->nextra && i < 2; i++)
+            extra[i] = lift(o->extra_fds[i], efd);
+        if (efd <= 4) {
+            int n = fcntl(efd, F_DUPFD_CLOEXEC, 10);
+            if (n < 0)
+                _exit(127);
+            efd = n;
+        }
         if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(er, 2) < 0)
             child_fail(efd, STEP_STDIO, errno);
-        if (keep >= 0 && dup2(keep, 3) < 0)
-            child_fail(efd, STEP_STDIO, errno);
+        for (int i = 0; i < 2; i++)
+            if (extra[i] >= 0 && dup2(extra[i], 3 + i) < 0)
+                child_fail(efd, STEP_STDIO, errno);
         if (setpgid(0, 0) < 0)
             child_fail(efd, STEP_PGRP, errno);
         if (o->cwd_fd >= 0 && fchdir(o->cwd_fd) < 0)
@@ -245,7 +253,7 @@ execd_proc *execd_proc_spawn(const execd_spawn_opts *o, char *err, size_t errlen
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
         /* No fd but stdio (and the kept one) survives, whatever its flags. */
-        unsigned first = keep >= 0 ? 4 : 3;
+        unsigned first = 3 + (unsigned)(o->nextra > 2 ? 2 : o->nextra);
         if (efd >= (int)first) {
             /* keep the error pipe (it is close-on-exec) */
             if (efd > (int)first)

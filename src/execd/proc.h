@@ -30,7 +30,8 @@ typedef struct {
     int set_uid, set_gid; /* non-zero: switch to uid / gid */
     uid_t uid;
     gid_t gid;
-    int keep_fd; /* an extra fd kept open in the child as fd 3; -1 for none */
+    int extra_fds[2]; /* kept open in the child as fds 3 and 4 ... */
+    int nextra;       /* ... for the first nextra of them */
 } execd_spawn_opts;
 
 /* Starts the reaper (once, before the first spawn) and makes execd a child
