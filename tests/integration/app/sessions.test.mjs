@@ -1,0 +1,158 @@
+// Chat sessions: create, list, get, rename, delete, messages; one user never
+// sees another's sessions — their ids answer 404, never 403.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+
+import { api, stopAll } from '../../lib/harness.mjs';
+import { makeUser, startTusko } from './lib.mjs';
+
+after(stopAll);
+
+describe('chat sessions', () => {
+  let t, alice, bob;
+  before(async () => {
+    t = await startTusko({ tag: 'sessions' });
+    alice = makeUser(t.pg, 'alice@example.com');
+    bob = makeUser(t.pg, 'bob@example.com');
+  });
+
+  test('create with defaults, then with a title and an allowed model', async () => {
+    let r = await api(t.tusko.url, '/api/sessions', { method: 'POST', headers: alice.auth });
+    assert.equal(r.status, 201, r.text);
+    assert.match(r.json.id, /^[0-9a-f-]{36}$/);
+    assert.equal(r.json.title, 'New chat');
+    assert.equal(r.json.model, null);
+    assert.ok(!Number.isNaN(Date.parse(r.json.created_at)));
+    assert.equal(r.json.user_id, undefined, 'the owner column is not exposed');
+    assert.equal(r.headers.get('location'), `/api/sessions/${r.json.id}`);
+    r = await api(t.tusko.url, '/api/sessions', { json: { title: 'Q3 deck ✨', model: 'anthropic:claude-sonnet-4' }, headers: alice.auth });
+    assert.equal(r.status, 201);
+    assert.equal(r.json.title, 'Q3 deck ✨');
+    assert.equal(r.json.model, 'anthropic:claude-sonnet-4');
+    // a bare model name is accepted when one provider offers it, and stored in full
+    r = await api(t.tusko.url, '/api/sessions', { json: { model: 'gpt-4o-mini' }, headers: alice.auth });
+    assert.equal(r.status, 201);
+    assert.equal(r.json.model, 'openai:gpt-4o-mini');
+  });
+
+  test('bad fields are refused with 400', async () => {
+    const cases = [
+      [{ model: 'openai:gpt-5-secret' }, 'MODEL_NOT_ALLOWED'],
+      [{ model: 'anthropic:gpt-4o-mini' }, 'MODEL_NOT_ALLOWED'],
+      [{ model: 42 }, 'MODEL_NOT_ALLOWED'],
+      [{ title: '' }, 'INVALID_REQUEST'],
+      [{ title: 'x'.repeat(201) }, 'INVALID_REQUEST'],
+      [{ title: 'a\nb' }, 'INVALID_REQUEST'],
+      [{ title: 7 }, 'INVALID_REQUEST'],
+      [[1, 2], 'INVALID_REQUEST'],
+    ];
+    for (const [json, code] of cases) {
+      const r = await api(t.tusko.url, '/api/sessions', { json, headers: alice.auth });
+      assert.equal(r.status, 400, JSON.stringify(json));
+      assert.equal(r.json.code, code, JSON.stringify(json));
+    }
+    const ok = await api(t.tusko.url, '/api/sessions', { json: { title: 'é'.repeat(200) }, headers: alice.auth });
+    assert.equal(ok.status, 201, '200 characters (400 bytes) is within the limit');
+  });
+
+  test('list is newest first, paginated, and only the caller’s', async () => {
+    const mine = [];
+    for (let i = 0; i < 3; i++) mine.push((await api(t.tusko.url, '/api/sessions', { json: { title: `b${i}` }, headers: bob.auth })).json.id);
+    let r = await api(t.tusko.url, '/api/sessions', { headers: bob.auth });
+    assert.equal(r.status, 200);
+    assert.deepEqual(r.json.sessions.map((s) => s.id), [...mine].reverse());
+    assert.equal(r.json.has_more, false);
+    r = await api(t.tusko.url, '/api/sessions?limit=2', { headers: bob.auth });
+    assert.deepEqual(r.json.sessions.map((s) => s.id), [mine[2], mine[1]]);
+    assert.equal(r.json.has_more, true);
+    r = await api(t.tusko.url, '/api/sessions?limit=2&offset=2', { headers: bob.auth });
+    assert.deepEqual(r.json.sessions.map((s) => s.id), [mine[0]]);
+    assert.equal(r.json.has_more, false);
+    const a = await api(t.tusko.url, '/api/sessions?limit=200', { headers: alice.auth });
+    assert.ok(a.json.sessions.length >= 4);
+    assert.ok(a.json.sessions.every((s) => !mine.includes(s.id)), 'alice does not see bob’s sessions');
+    for (const q of ['limit=0', 'limit=201', 'limit=x', 'offset=-1'])
+      assert.equal((await api(t.tusko.url, `/api/sessions?${q}`, { headers: bob.auth })).status, 400, q);
+  });
+
+  test('get, rename (PATCH) and change the model', async () => {
+    const id = (await api(t.tusko.url, '/api/sessions', { json: { title: 'old' }, headers: alice.auth })).json.id;
+    let r = await api(t.tusko.url, `/api/sessions/${id}`, { headers: alice.auth });
+    assert.equal(r.status, 200);
+    assert.equal(r.json.title, 'old');
+    r = await api(t.tusko.url, `/api/sessions/${id}`, { method: 'PATCH', json: { title: 'new name' }, headers: alice.auth });
+    assert.equal(r.status, 200);
+    assert.equal(r.json.title, 'new name');
+    assert.ok(Date.parse(r.json.updated_at) >= Date.parse(r.json.created_at));
+    r = await api(t.tusko.url, `/api/sessions/${id}`, { method: 'PATCH', json: { model: 'anthropic:claude-sonnet-4' }, headers: alice.auth });
+    assert.equal(r.json.model, 'anthropic:claude-sonnet-4');
+    assert.equal(r.json.title, 'new name');
+    r = await api(t.tusko.url, `/api/sessions/${id}`, { method: 'PATCH', json: { model: null }, headers: alice.auth });
+    assert.equal(r.json.model, null);
+    r = await api(t.tusko.url, `/api/sessions/${id}`, { method: 'PATCH', json: {}, headers: alice.auth });
+    assert.equal(r.status, 400);
+    r = await api(t.tusko.url, `/api/sessions/${id}`, { method: 'PATCH', json: { model: 'openai:nope' }, headers: alice.auth });
+    assert.equal(r.status, 400);
+    assert.equal(r.json.code, 'MODEL_NOT_ALLOWED');
+    // the renamed session is now first in the list
+    r = await api(t.tusko.url, '/api/sessions', { headers: alice.auth });
+    assert.equal(r.json.sessions[0].id, id);
+  });
+
+  test('messages are listed in order, paginated by seq', async () => {
+    const id = (await api(t.tusko.url, '/api/sessions', { json: {}, headers: alice.auth })).json.id;
+    let r = await api(t.tusko.url, `/api/sessions/${id}/messages`, { headers: alice.auth });
+    assert.equal(r.status, 200);
+    assert.deepEqual(r.json.messages, []);
+    t.pg.query(`INSERT INTO messages (id, session_id, role, content) VALUES
+      (gen_random_uuid(), '${id}', 'user', 'hello'),
+      (gen_random_uuid(), '${id}', 'assistant', 'hi there'),
+      (gen_random_uuid(), '${id}', 'user', 'bye')`);
+    r = await api(t.tusko.url, `/api/sessions/${id}/messages`, { headers: alice.auth });
+    assert.deepEqual(r.json.messages.map((m) => [m.role, m.content]), [['user', 'hello'], ['assistant', 'hi there'], ['user', 'bye']]);
+    assert.equal(r.json.messages[0].session_id, undefined);
+    const seqs = r.json.messages.map((m) => m.seq);
+    assert.ok(seqs[0] < seqs[1] && seqs[1] < seqs[2]);
+    r = await api(t.tusko.url, `/api/sessions/${id}/messages?after=${seqs[0]}&limit=1`, { headers: alice.auth });
+    assert.deepEqual(r.json.messages.map((m) => m.content), ['hi there']);
+    assert.equal(r.json.has_more, true);
+  });
+
+  test('another user’s session ids answer 404 on every route, and change nothing', async () => {
+    const id = (await api(t.tusko.url, '/api/sessions', { json: { title: 'alice private' }, headers: alice.auth })).json.id;
+    t.pg.query(`INSERT INTO messages (id, session_id, role, content) VALUES (gen_random_uuid(), '${id}', 'user', 'secret')`);
+    const tries = [
+      ['GET', `/api/sessions/${id}`],
+      ['PATCH', `/api/sessions/${id}`, { title: 'pwned' }],
+      ['DELETE', `/api/sessions/${id}`],
+      ['GET', `/api/sessions/${id}/messages`],
+    ];
+    for (const [method, p, json] of tries) {
+      const r = await api(t.tusko.url, p, { method, json, headers: bob.auth });
+      assert.equal(r.status, 404, `${method} ${p}`);
+      assert.equal(r.json.code, 'NOT_FOUND');
+      assert.doesNotMatch(r.text, /alice|secret/);
+    }
+    // a malformed id and an unknown one answer the same
+    for (const bad of ['not-a-uuid', '00000000-0000-4000-8000-000000000000', `${id}x`, id.toUpperCase().replace(/./, 'Z')]) {
+      const r = await api(t.tusko.url, `/api/sessions/${encodeURIComponent(bad)}`, { headers: bob.auth });
+      assert.equal(r.status, 404, bad);
+    }
+    const r = await api(t.tusko.url, `/api/sessions/${id}`, { headers: alice.auth });
+    assert.equal(r.json.title, 'alice private', 'untouched');
+  });
+
+  test('delete removes the session and its messages; a second delete is 404', async () => {
+    const id = (await api(t.tusko.url, '/api/sessions', { json: {}, headers: alice.auth })).json.id;
+    t.pg.query(`INSERT INTO messages (id, session_id, role, content) VALUES (gen_random_uuid(), '${id}', 'user', 'x')`);
+    let r = await api(t.tusko.url, `/api/sessions/${id}`, { method: 'DELETE', headers: alice.auth });
+    assert.equal(r.status, 204);
+    assert.equal(t.pg.rows(`SELECT count(*) FROM messages WHERE session_id = '${id}'`)[0][0], '0');
+    r = await api(t.tusko.url, `/api/sessions/${id}`, { headers: alice.auth });
+    assert.equal(r.status, 404);
+    r = await api(t.tusko.url, `/api/sessions/${id}`, { method: 'DELETE', headers: alice.auth });
+    assert.equal(r.status, 404);
+    r = await api(t.tusko.url, `/api/sessions/${id}/messages`, { headers: alice.auth });
+    assert.equal(r.status, 404);
+  });
+});
