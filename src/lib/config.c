@@ -190,9 +190,12 @@ void tk_config_free(tk_setting *s, size_t n)
 int tk_config_check_listen(const char *value, char *msg, size_t msglen)
 {
     char host[128], path[108];
-    int port;
-    if (tk_listen_parse(value, host, sizeof host, &port, path, sizeof path) != TK_OK) {
-        snprintf(msg, msglen, "is not a listen address (use host:port, [v6]:port or unix:/path)");
+    int port, fd;
+    tk_status fs = tk_listen_fd(value, &fd);
+    if (fs == TK_OK)
+        return 0;
+    if (fs == TK_EINVAL || tk_listen_parse(value, host, sizeof host, &port, path, sizeof path) != TK_OK) {
+        snprintf(msg, msglen, "is not a listen address (use host:port, [v6]:port, unix:/path or fd:N)");
         return 1;
     }
     return 0;

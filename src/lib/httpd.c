@@ -173,10 +173,63 @@ tk_status tk_listen_parse(const char *listen, char *host, size_t hostlen, int *p
     return TK_OK;
 }
 
+tk_status tk_listen_fd(const char *listen, int *fd)
+{
+    *fd = -1;
+    if (!listen || strncmp(listen, "fd:", 3) != 0)
+        return TK_ENOENT;
+    int64_t n;
+    if (tk_parse_i64(listen + 3, 0, 65535, &n) != TK_OK)
+        return TK_EINVAL;
+    *fd = (int)n;
+    return TK_OK;
+}
+
+/* An inherited listening socket ("fd:N", socket activation): used as it is. */
+static int adopt_listener(tk_httpd *h, int fd, const char *addr, char *err, size_t errlen)
+{
+    int acc = 0;
+    socklen_t al = sizeof acc;
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) < 0 || !acc) {
+        snprintf(err, errlen, "listen address \"%s\": fd %d is not a listening socket", addr, fd);
+        return -1;
+    }
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
+    struct sockaddr_storage got;
+    socklen_t gl = sizeof got;
+    memset(&got, 0, sizeof got);
+    if (getsockname(fd, (struct sockaddr *)&got, &gl) == 0 && got.ss_family == AF_UNIX) {
+        struct sockaddr_un *su = (struct sockaddr_un *)&got;
+        snprintf(h->url, sizeof h->url, "unix:%.100s", su->sun_path);
+    } else if (got.ss_family == AF_INET || got.ss_family == AF_INET6) {
+        char ip[INET6_ADDRSTRLEN] = "";
+        if (got.ss_family == AF_INET) {
+            inet_ntop(AF_INET, &((struct sockaddr_in *)&got)->sin_addr, ip, sizeof ip);
+            h->port = ntohs(((struct sockaddr_in *)&got)->sin_port);
+            snprintf(h->url, sizeof h->url, "http://%s:%d", ip, h->port);
+        } else {
+            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&got)->sin6_addr, ip, sizeof ip);
+            h->port = ntohs(((struct sockaddr_in6 *)&got)->sin6_port);
+            snprintf(h->url, sizeof h->url, "http://[%s]:%d", ip, h->port);
+        }
+    } else {
+        snprintf(h->url, sizeof h->url, "%s", addr);
+    }
+    return fd;
+}
+
 static int open_listener(tk_httpd *h, const char *addr, char *err, size_t errlen)
 {
     char host[128], path[108];
     int port;
+    int inherited;
+    tk_status fs = tk_listen_fd(addr, &inherited);
+    if (fs == TK_OK)
+        return adopt_listener(h, inherited, addr, err, errlen);
+    if (fs == TK_EINVAL) {
+        snprintf(err, errlen, "bad listen address \"%s\" (fd:N needs a descriptor number)", addr);
+        return -1;
+    }
     if (tk_listen_parse(addr, host, sizeof host, &port, path, sizeof path) != TK_OK) {
         snprintf(err, errlen, "bad listen address \"%s\" (use host:port, [v6]:port or unix:/path)",
                  addr ? addr : "");

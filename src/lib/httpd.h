@@ -57,7 +57,7 @@ typedef struct {
 } tk_route;
 
 typedef struct {
-    const char *listen;        /* "127.0.0.1:8080", "[::1]:0", ":8080", "unix:/path" */
+    const char *listen;        /* "127.0.0.1:8080", "[::1]:0", ":8080", "unix:/path", "fd:3" */
     const char *name;          /* component name in logs */
     size_t max_body;           /* default request body cap; 0 means 1 MiB */
     unsigned threads;          /* MHD event-loop threads; 0 means 2 */
@@ -167,6 +167,11 @@ void tk_stream_on_close(tk_stream *s, void (*fn)(void *ud), void *ud);
 void tk_stream_on_writable(tk_stream *s, void (*fn)(void *ud), void *ud);
 /* Ends the response after what is queued; the caller must not use s afterwards. */
 void tk_stream_close(tk_stream *s);
+
+/* "fd:N" names an inherited listening socket (socket activation; the server
+ * uses it as it is and never unlinks its path): TK_OK with *fd set, TK_ENOENT
+ * when listen is another form, TK_EINVAL when N is malformed. */
+tk_status tk_listen_fd(const char *listen, int *fd);
 
 /* Parses a listen address. host gets "127.0.0.1"/"::1"/...; for unix sockets
  * *unix_path is set instead. */

@@ -6,6 +6,9 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 
+#include <sys/un.h>
+
+#include "lib/config.h"
 #include "lib/httpc.h"
 #include "lib/httpd.h"
 #include "lib/json.h"
@@ -640,6 +643,47 @@ TEST(httpd_unix_socket)
     tk_httpc_resp_free(&r);
     tk_httpd_stop(srv);
     CHECK(stat(path, &st) != 0);
+}
+
+TEST(httpd_inherited_listen_fd)
+{
+    /* socket activation: the caller binds, the server serves on "fd:N" and never
+     * unlinks the path it did not create */
+    char err[256], path[64], addr[32];
+    snprintf(path, sizeof path, "/tmp/tk-httpd-fd-%d.sock", getpid());
+    unlink(path);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    snprintf(sun.sun_path, sizeof sun.sun_path, "%s", path);
+    CHECK(bind(fd, (struct sockaddr *)&sun, sizeof sun) == 0);
+    snprintf(addr, sizeof addr, "fd:%d", fd);
+    tk_httpd_config c = {.listen = addr, .name = "test"};
+    /* not yet listening: refused with a message */
+    CHECK(tk_httpd_start(&c, routes, TK_ARRAY_LEN(routes), err, sizeof err) == NULL);
+    CHECK(strstr(err, "not a listening socket") != NULL);
+    CHECK(listen(fd, 16) == 0);
+    srv = tk_httpd_start(&c, routes, TK_ARRAY_LEN(routes), err, sizeof err);
+    CHECK(srv != NULL);
+    char want[96];
+    snprintf(want, sizeof want, "unix:%s", path);
+    CHECK_STR(tk_httpd_url(srv), want);
+    tk_httpc_req rq = {.url = "http://sandbox/items/u2", .unix_socket = path};
+    tk_httpc_resp r;
+    CHECK(tk_httpc_do(&rq, &r) == TK_OK);
+    CHECK_INT(r.status, ==, 200);
+    tk_httpc_resp_free(&r);
+    tk_httpd_stop(srv);
+    struct stat st;
+    CHECK(stat(path, &st) == 0);
+    unlink(path);
+    int got;
+    CHECK(tk_listen_fd("fd:3", &got) == TK_OK);
+    CHECK_INT(got, ==, 3);
+    CHECK(tk_listen_fd("fd:x", &got) == TK_EINVAL);
+    CHECK(tk_listen_fd("unix:/x", &got) == TK_ENOENT);
+    char msg[128];
+    CHECK(tk_config_check_listen("fd:3", msg, sizeof msg) == 0);
+    CHECK(tk_config_check_listen("fd:", msg, sizeof msg) != 0);
 }
 
 TEST(httpc_response_cap_and_json_helper)
