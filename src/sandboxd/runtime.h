@@ -1,0 +1,107 @@
+/*
+ * runtime.h — what a sandbox runtime provides to the lifecycle service.
+ *
+ * The API layer (api.c, service.c, pool.c, reaper.c) knows sandboxes only
+ * through this interface, so a runtime is one file that fills a
+ * sbx_runtime_ops table: runtime_native.c (Linux namespaces, the default), and
+ * later runtime_docker.c (the Docker Engine API) and runtime_k8s.c. Selecting
+ * one is sbx_runtime_open's job (SANDBOX_RUNTIME).
+ *
+ * The contract every runtime keeps:
+ * - A sandbox runs tusko-execd, reachable by HTTP over a unix socket on the host
+ *   that only this service can open (execd_socket); nothing of the sandbox is
+ *   reachable over the network. Requests to execd must carry the sandbox's access
+ *   token (X-EXECD-ACCESS-TOKEN), which the runtime hands to execd.
+ * - start() returns once a connection to the socket will be served (it may be
+ *   queued until execd accepts it), or fails having freed everything it made.
+ * - claim() turns a pooled sandbox (started with no request) into a request's:
+ *   limits, environment and entrypoint. A runtime that cannot change something
+ *   after start may restart what it must (native restarts execd when env is set).
+ * - destroy() frees everything the sandbox holds — processes, mounts, cgroups,
+ *   volumes, files under its state directory — and is safe to call on a sandbox
+ *   that is half made or already gone. It frees the instance.
+ * - save()/attach() make restarts safe: save() returns what the runtime needs to
+ *   find the sandbox again (stored by the service in the sandbox's record);
+ *   attach() finds it after a restart of the service (kill -9 included) and
+ *   fails when it is gone. sweep() then removes whatever the runtime holds for
+ *   sandboxes the service does not know (half-made ones).
+ *
+ * Threads: every function may be called from any thread, for different
+ * instances at once; calls on one instance are serialised by the caller.
+ * Errors: tk_status, with an operator-readable message in err (the failing
+ * step and the path or syscall).
+ */
+#ifndef SBX_RUNTIME_H
+#define SBX_RUNTIME_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "lib/common.h"
+#include "sandboxd/limits.h"
+
+/* The port execd serves on inside a sandbox (OpenSandbox's convention). */
+#define SBX_EXECD_PORT 44772
+/* Longest sandbox id (a UUID) and execd token (hex) with their NULs. */
+#define SBX_ID_MAX    40
+#define SBX_TOKEN_MAX 72
+
+typedef struct sbx_runtime sbx_runtime;
+typedef struct sbx_instance sbx_instance; /* a runtime's handle on one sandbox */
+
+/* What to run. Strings are borrowed for the call. */
+typedef struct {
+    const char *id;          /* the sandbox id; names its state directory */
+    const char *execd_token; /* EXECD_ACCESS_TOKEN for its execd */
+    sbx_limits limits;
+    const char *const *env;        /* "NAME=value", NULL-terminated, or NULL */
+    const char *const *entrypoint; /* argv, NULL-terminated, or NULL for none */
+} sbx_spec;
+
+/* Settings shared by every runtime (the program's configuration). */
+typedef struct {
+    const char *state_dir;   /* absolute; the runtime may use <state_dir>/sandboxes/<id>/ */
+    const char *image_dir;   /* the sandbox root filesystem (a folder holding rootfs/, or one) */
+    const char *execd_path;  /* host build of tusko-execd */
+    int64_t workspace_bytes; /* size of /workspace */
+    int64_t tmp_bytes;       /* size of /tmp */
+    const char *userns;      /* "auto", "on", "off" */
+} sbx_runtime_config;
+
+typedef struct {
+    const char *name; /* "native", "docker", "k8s" */
+    tk_status (*start)(sbx_runtime *rt, const sbx_spec *spec, sbx_instance **out, char *err,
+                       size_t errlen);
+    tk_status (*claim)(sbx_runtime *rt, sbx_instance *in, const sbx_spec *spec, char *err,
+                       size_t errlen);
+    tk_status (*pause)(sbx_runtime *rt, sbx_instance *in, char *err, size_t errlen);
+    tk_status (*resume)(sbx_runtime *rt, sbx_instance *in, char *err, size_t errlen);
+    void (*destroy)(sbx_runtime *rt, sbx_instance *in);
+    /* 1 while the sandbox's processes run (paused counts), 0 once it is gone. */
+    int (*alive)(sbx_runtime *rt, sbx_instance *in);
+    /* The host path of execd's unix socket; valid as long as the instance. */
+    const char *(*execd_socket)(sbx_instance *in);
+    /* A new JSON object describing the instance for attach(). */
+    json_t *(*save)(sbx_instance *in);
+    tk_status (*attach)(sbx_runtime *rt, const char *id, const json_t *saved, int paused,
+                        sbx_instance **out, char *err, size_t errlen);
+    /* Removes leftovers of every sandbox whose id is not in keep[0..n). */
+    void (*sweep)(sbx_runtime *rt, const char *const *keep, size_t n);
+    /* One line describing the runtime for the start-up log (isolation in use). */
+    const char *(*describe)(sbx_runtime *rt);
+    void (*free)(sbx_runtime *rt);
+} sbx_runtime_ops;
+
+struct sbx_runtime {
+    const sbx_runtime_ops *ops;
+    void *impl;
+};
+
+/* Opens the runtime called name ("native"; others when built). NULL with err. */
+sbx_runtime *sbx_runtime_open(const char *name, const sbx_runtime_config *cfg, char *err,
+                              size_t errlen);
+
+/* The native runtime (runtime_native.c). */
+sbx_runtime *sbx_runtime_native_open(const sbx_runtime_config *cfg, char *err, size_t errlen);
+
+#endif

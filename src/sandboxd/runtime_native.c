@@ -1,0 +1,642 @@
+/*
+ * runtime_native.c — the native runtime, parent side: each sandbox is a fresh
+ * set of Linux namespaces (mount, pid, net, ipc, uts, cgroup, and user where
+ * the kernel allows) around the read-only image, in its own cgroups, with
+ * tusko-execd as the first process behind the sandbox's init.
+ *
+ * Parent-side steps of start(), in order (the child's are in native_child.h):
+ *   dir       <state>/sandboxes/<id>/ (0700)
+ *   socket    execd's listening unix socket bound at <dir>/execd.sock by us, so
+ *             connections queue before execd runs and the sandbox never sees
+ *             the path (execd gets the socket as fd 3: EXECD_LISTEN=fd:3)
+ *   cgroup    the group with memory, pids and cpu limits
+ *   clone     the child in new namespaces
+ *   maps      uid_map/gid_map: inside 0..65535 → host SBX_UID_BASE.. (user ns)
+ *   attach    the child into its cgroups
+ *   go        the payload (env, entrypoint) to the child; wait for 'R'
+ * Any failure undoes what was done, in reverse.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lib/buf.h"
+#include "lib/json.h"
+#include "lib/log.h"
+#include "lib/tktime.h"
+#include "sandboxd/cgroup.h"
+#include "sandboxd/image.h"
+#include "sandboxd/native_child.h"
+#include "sandboxd/runtime.h"
+#include "sandboxd/seccomp.h"
+
+/* Host ids that the sandbox's 0..65535 map to (with a user namespace). */
+#define SBX_UID_BASE  200000000u
+#define SBX_UID_COUNT 65536u
+/* The sandbox user inside (the image's "sandbox", home /workspace). */
+#define SBX_USER_ID 1000u
+
+typedef struct {
+    char state_dir[PATH_MAX];
+    sbx_image img;
+    char execd_path[PATH_MAX];
+    sbx_cgroups *cg;
+    struct sock_fprog filter;
+    int userns;
+    uid_t uid; /* the sandbox user as the child sets it */
+    gid_t gid;
+    char ws_opts[128];
+    char tmp_opts[128];
+    char desc[512];
+} native_rt;
+
+struct sbx_instance {
+    char id[SBX_ID_MAX];
+    char dir[PATH_MAX];
+    char sock[108];
+    pid_t pid;
+    unsigned long long starttime;
+    int sync_fd; /* -1 once attached after a restart */
+    int pidfd;
+    int own_child;
+    int exited;
+};
+
+static native_rt *RT(sbx_runtime *rt)
+{
+    return rt->impl;
+}
+
+/* Field 22 of /proc/<pid>/stat: the start time in clock ticks since boot. */
+static unsigned long long proc_starttime(pid_t pid)
+{
+    char p[64], buf[1024];
+    snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    char *s = strrchr(buf, ')');
+    if (!s)
+        return 0;
+    s++;
+    /* after ")": field 3 is state; starttime is field 22 → 20 fields on */
+    int field = 2;
+    for (char *q = s; *q; q++) {
+        if (*q == ' ') {
+            field++;
+            if (field == 22)
+                return strtoull(q + 1, NULL, 10);
+        }
+    }
+    return 0;
+}
+
+static tk_status write_proc(pid_t pid, const char *file, const char *value, char *err,
+                            size_t errlen)
+{
+    char p[64];
+    snprintf(p, sizeof p, "/proc/%d/%s", (int)pid, file);
+    int fd = open(p, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "maps: open %s: %s", p, strerror(errno));
+        return TK_ERROR;
+    }
+    ssize_t w = write(fd, value, strlen(value));
+    int e = errno;
+    close(fd);
+    if (w != (ssize_t)strlen(value)) {
+        snprintf(err, errlen, "maps: write %s: %s", p, strerror(e));
+        return TK_ERROR;
+    }
+    return TK_OK;
+}
+
+/* Waits up to timeout_ms for one message from the child. */
+static tk_status wait_reply(sbx_instance *in, long timeout_ms, const char *what, char *err,
+                            size_t errlen)
+{
+    struct pollfd pf = {in->sync_fd, POLLIN, 0};
+    int n;
+    do
+        n = poll(&pf, 1, (int)timeout_ms);
+    while (n < 0 && errno == EINTR);
+    if (n == 0) {
+        snprintf(err, errlen, "%s: the sandbox did not answer within %ld ms", what, timeout_ms);
+        return TK_ETIMEOUT;
+    }
+    char m[600];
+    ssize_t r;
+    do
+        r = recv(in->sync_fd, m, sizeof m - 1, 0);
+    while (r < 0 && errno == EINTR);
+    if (r <= 0) {
+        int st = 0;
+        if (in->own_child && waitpid(in->pid, &st, WNOHANG) == in->pid)
+            in->exited = 1;
+        snprintf(err, errlen, "%s: the sandbox's child exited during set-up (status %d)", what, st);
+        return TK_ERROR;
+    }
+    if (m[0] == 'R')
+        return TK_OK;
+    if (m[0] == 'E' && r >= 5) {
+        int e;
+        memcpy(&e, m + 1, 4);
+        m[r] = '\0';
+        snprintf(err, errlen, "%s: child step \"%s\" failed: %s", what, m + 5,
+                 e ? strerror(e) : "error");
+        return TK_ERROR;
+    }
+    snprintf(err, errlen, "%s: unexpected message from the sandbox", what);
+    return TK_ERROR;
+}
+
+static void instance_free(sbx_instance *in)
+{
+    if (in->sync_fd >= 0)
+        close(in->sync_fd);
+    if (in->pidfd >= 0)
+        close(in->pidfd);
+    free(in);
+}
+
+/* Kills the sandbox's processes and frees its cgroups and socket. */
+static void teardown(native_rt *r, sbx_instance *in)
+{
+    char err[512];
+    if (in->pid > 0 && !in->exited) {
+        int same = in->own_child || proc_starttime(in->pid) == in->starttime;
+        if (same) {
+            if (in->pidfd >= 0)
+                syscall(SYS_pidfd_send_signal, in->pidfd, SIGKILL, NULL, 0);
+            else
+                kill(in->pid, SIGKILL);
+        }
+    }
+    /* killing init kills its pid namespace; thawing lets frozen tasks die */
+    sbx_cg_kill_all(r->cg, in->id);
+    if (in->pid > 0 && !in->exited) {
+        if (in->own_child) {
+            int st;
+            while (waitpid(in->pid, &st, 0) < 0 && errno == EINTR)
+                ;
+        } else if (in->pidfd >= 0) {
+            struct pollfd pf = {in->pidfd, POLLIN, 0};
+            poll(&pf, 1, 5000);
+        }
+        in->exited = 1;
+    }
+    if (sbx_cg_remove(r->cg, in->id, 5000, err, sizeof err) != TK_OK)
+        tk_error("native", "msg=\"cannot remove the sandbox's cgroup\" id=%s error=\"%s\"", in->id,
+                 err);
+    if (in->sock[0])
+        unlink(in->sock);
+}
+
+static void base_env(tk_buf *b, const char **v, size_t *n, const char *line)
+{
+    (void)b;
+    v[(*n)++] = line;
+}
+
+static tk_status native_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instance **out, char *err,
+                              size_t errlen)
+{
+    native_rt *r = RT(rt);
+    *out = NULL;
+    sbx_instance *in = tk_calloc(1, sizeof *in);
+    in->sync_fd = -1;
+    in->pidfd = -1;
+    in->own_child = 1;
+    snprintf(in->id, sizeof in->id, "%s", spec->id);
+    int lfd = -1, sv[2] = {-1, -1};
+    char *tok_env = NULL;
+    tk_buf go;
+    tk_buf_init(&go, SBX_CHILD_MAX_MSG);
+
+    /* dir */
+    snprintf(in->dir, sizeof in->dir, "%s/sandboxes/%s", r->state_dir, spec->id);
+    if (mkdir(in->dir, 0700) < 0 && errno != EEXIST) {
+        snprintf(err, errlen, "dir: mkdir %s: %s", in->dir, strerror(errno));
+        goto fail;
+    }
+    /* socket */
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    if ((size_t)snprintf(in->sock, sizeof in->sock, "%s/execd.sock", in->dir) >= sizeof in->sock ||
+        strlen(in->sock) >= sizeof sun.sun_path) {
+        snprintf(err, errlen, "socket: the path %s/execd.sock is too long for a unix socket",
+                 in->dir);
+        in->sock[0] = '\0';
+        goto fail;
+    }
+    snprintf(sun.sun_path, sizeof sun.sun_path, "%s", in->sock);
+    lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    unlink(in->sock);
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&sun, sizeof sun) < 0 || listen(lfd, 128) < 0) {
+        snprintf(err, errlen, "socket: bind %s: %s", in->sock, strerror(errno));
+        goto fail;
+    }
+    /* cgroup */
+    if (sbx_cg_create(r->cg, in->id, &spec->limits, err, errlen) != TK_OK)
+        goto fail;
+    /* the child's configuration, prepared before clone (the child cannot allocate) */
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+        snprintf(err, errlen, "socketpair: %s", strerror(errno));
+        goto fail;
+    }
+    tok_env = tk_asprintf("EXECD_ACCESS_TOKEN=%s", spec->execd_token);
+    const char *execd_env[16], *user_env[16];
+    size_t ne = 0, nu = 0;
+    static const char *const common[] = {
+        "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "HOME=/workspace",
+        "LANG=C.UTF-8",
+        "USER=sandbox",
+        "LOGNAME=sandbox",
+        "SHELL=/bin/bash",
+    };
+    for (size_t i = 0; i < TK_ARRAY_LEN(common); i++) {
+        base_env(NULL, execd_env, &ne, common[i]);
+        base_env(NULL, user_env, &nu, common[i]);
+    }
+    base_env(NULL, execd_env, &ne, "EXECD_LISTEN=fd:3");
+    base_env(NULL, execd_env, &ne, "EXECD_WORKSPACE=/workspace");
+    base_env(NULL, execd_env, &ne, tok_env);
+    execd_env[ne] = NULL;
+    user_env[nu] = NULL;
+    if (sbx_child_payload(&go, 'G', spec->env, spec->entrypoint) != TK_OK) {
+        snprintf(err, errlen, "the environment and entrypoint are larger than %d bytes",
+                 SBX_CHILD_MAX_MSG);
+        goto fail;
+    }
+    sbx_child_cfg cc = {
+        .rootfs = r->img.rootfs,
+        .execd_path = r->execd_path,
+        .workspace_opts = r->ws_opts,
+        .tmp_opts = r->tmp_opts,
+        .userns = r->userns,
+        .uid = r->uid,
+        .gid = r->gid,
+        .listen_fd = lfd,
+        .sync_fd = sv[1],
+        .filter = &r->filter,
+        .execd_env = execd_env,
+        .user_env = user_env,
+    };
+    /* clone */
+    unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
+                          (r->userns ? CLONE_NEWUSER : 0) | SIGCHLD;
+    pid_t pid = (pid_t)syscall(SYS_clone, flags, 0, 0, 0, 0);
+    if (pid == 0)
+        sbx_child_main(&cc);
+    if (pid < 0) {
+        snprintf(err, errlen, "clone: %s", strerror(errno));
+        goto fail;
+    }
+    in->pid = pid;
+    in->sync_fd = sv[0];
+    sv[0] = -1;
+    close(sv[1]);
+    sv[1] = -1;
+    close(lfd);
+    lfd = -1;
+    /* maps */
+    if (r->userns) {
+        char map[64];
+        snprintf(map, sizeof map, "0 %u %u\n", SBX_UID_BASE, SBX_UID_COUNT);
+        if (write_proc(pid, "uid_map", map, err, errlen) != TK_OK ||
+            write_proc(pid, "gid_map", map, err, errlen) != TK_OK)
+            goto fail;
+    }
+    /* attach */
+    if (sbx_cg_attach(r->cg, in->id, pid, err, errlen) != TK_OK)
+        goto fail;
+    in->starttime = proc_starttime(pid);
+    in->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    /* go */
+    if (send(in->sync_fd, go.data, go.len, MSG_NOSIGNAL) != (ssize_t)go.len) {
+        snprintf(err, errlen, "go: send: %s", strerror(errno));
+        goto fail;
+    }
+    if (wait_reply(in, 10000, "start", err, errlen) != TK_OK)
+        goto fail;
+    free(tok_env);
+    tk_buf_free(&go);
+    *out = in;
+    return TK_OK;
+fail:
+    if (lfd >= 0)
+        close(lfd);
+    if (sv[0] >= 0)
+        close(sv[0]);
+    if (sv[1] >= 0)
+        close(sv[1]);
+    teardown(r, in);
+    instance_free(in);
+    free(tok_env);
+    tk_buf_free(&go);
+    return TK_ERROR;
+}
+
+static tk_status native_claim(sbx_runtime *rt, sbx_instance *in, const sbx_spec *spec, char *err,
+                              size_t errlen)
+{
+    native_rt *r = RT(rt);
+    if (sbx_cg_set_limits(r->cg, in->id, &spec->limits, err, errlen) != TK_OK)
+        return TK_ERROR;
+    if (in->sync_fd < 0) {
+        snprintf(err, errlen,
+                 "claim: no channel to the sandbox's init (it was found after a restart)");
+        return TK_ERROR;
+    }
+    tk_buf b;
+    tk_buf_init(&b, SBX_CHILD_MAX_MSG);
+    tk_status st = sbx_child_payload(&b, 'C', spec->env, spec->entrypoint);
+    if (st != TK_OK) {
+        snprintf(err, errlen, "the environment and entrypoint are larger than %d bytes",
+                 SBX_CHILD_MAX_MSG);
+    } else if (send(in->sync_fd, b.data, b.len, MSG_NOSIGNAL) != (ssize_t)b.len) {
+        snprintf(err, errlen, "claim: send: %s", strerror(errno));
+        st = TK_ERROR;
+    } else {
+        st = wait_reply(in, 5000, "claim", err, errlen);
+    }
+    tk_buf_free(&b);
+    return st;
+}
+
+static tk_status native_pause(sbx_runtime *rt, sbx_instance *in, char *err, size_t errlen)
+{
+    return sbx_cg_freeze(RT(rt)->cg, in->id, 1, 5000, err, errlen);
+}
+
+static tk_status native_resume(sbx_runtime *rt, sbx_instance *in, char *err, size_t errlen)
+{
+    return sbx_cg_freeze(RT(rt)->cg, in->id, 0, 5000, err, errlen);
+}
+
+static void native_destroy(sbx_runtime *rt, sbx_instance *in)
+{
+    if (!in)
+        return;
+    teardown(RT(rt), in);
+    instance_free(in);
+}
+
+static int native_alive(sbx_runtime *rt, sbx_instance *in)
+{
+    (void)rt;
+    if (in->exited)
+        return 0;
+    if (in->own_child) {
+        int st;
+        pid_t p = waitpid(in->pid, &st, WNOHANG);
+        if (p == in->pid || (p < 0 && errno == ECHILD)) {
+            in->exited = 1;
+            return 0;
+        }
+        return 1;
+    }
+    if (in->pidfd >= 0) {
+        struct pollfd pf = {in->pidfd, POLLIN, 0};
+        if (poll(&pf, 1, 0) > 0) {
+            in->exited = 1;
+            return 0;
+        }
+        return 1;
+    }
+    if (proc_starttime(in->pid) != in->starttime) {
+        in->exited = 1;
+        return 0;
+    }
+    return 1;
+}
+
+static const char *native_execd_socket(sbx_instance *in)
+{
+    return in->sock;
+}
+
+static json_t *native_save(sbx_instance *in)
+{
+    return tk_json_obj("pid", json_integer(in->pid), "starttime",
+                       json_integer((json_int_t)in->starttime), NULL);
+}
+
+static tk_status native_attach(sbx_runtime *rt, const char *id, const json_t *saved, int paused,
+                               sbx_instance **out, char *err, size_t errlen)
+{
+    native_rt *r = RT(rt);
+    *out = NULL;
+    int64_t pid = tk_json_int_or(saved, "pid", 0), start = tk_json_int_or(saved, "starttime", 0);
+    if (pid <= 0 || start <= 0) {
+        snprintf(err, errlen, "attach: the record has no process");
+        return TK_ENOENT;
+    }
+    if (proc_starttime((pid_t)pid) != (unsigned long long)start) {
+        snprintf(err, errlen, "attach: process %lld is gone", (long long)pid);
+        return TK_ENOENT;
+    }
+    if (sbx_cg_count(r->cg, id) <= 0) {
+        snprintf(err, errlen, "attach: the cgroup of %s is gone or empty", id);
+        return TK_ENOENT;
+    }
+    sbx_instance *in = tk_calloc(1, sizeof *in);
+    in->sync_fd = -1;
+    in->pid = (pid_t)pid;
+    in->starttime = (unsigned long long)start;
+    in->pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+    snprintf(in->id, sizeof in->id, "%s", id);
+    snprintf(in->dir, sizeof in->dir, "%s/sandboxes/%s", r->state_dir, id);
+    snprintf(in->sock, sizeof in->sock, "%s/execd.sock", in->dir);
+    struct stat sb;
+    if (stat(in->sock, &sb) != 0 || !S_ISSOCK(sb.st_mode)) {
+        snprintf(err, errlen, "attach: %s is gone", in->sock);
+        in->sock[0] = '\0';
+        teardown(r, in);
+        instance_free(in);
+        return TK_ENOENT;
+    }
+    int frozen = sbx_cg_frozen(r->cg, id);
+    if (frozen != paused) {
+        char e2[256];
+        sbx_cg_freeze(r->cg, id, paused, 5000, e2, sizeof e2);
+    }
+    *out = in;
+    return TK_OK;
+}
+
+static void native_sweep(sbx_runtime *rt, const char *const *keep, size_t n)
+{
+    native_rt *r = RT(rt);
+    char **names;
+    size_t count = sbx_cg_list(r->cg, &names);
+    for (size_t i = 0; i < count; i++) {
+        int kept = 0;
+        for (size_t j = 0; j < n; j++)
+            if (strcmp(names[i], keep[j]) == 0)
+                kept = 1;
+        if (kept)
+            continue;
+        char err[256];
+        tk_info("native", "msg=\"removing a leftover sandbox cgroup\" id=%s", names[i]);
+        if (sbx_cg_remove(r->cg, names[i], 5000, err, sizeof err) != TK_OK)
+            tk_error("native", "msg=\"cannot remove a leftover cgroup\" id=%s error=\"%s\"",
+                     names[i], err);
+    }
+    sbx_cg_list_free(names, count);
+}
+
+static const char *native_describe(sbx_runtime *rt)
+{
+    return RT(rt)->desc;
+}
+
+static void native_free(sbx_runtime *rt)
+{
+    if (!rt)
+        return;
+    native_rt *r = RT(rt);
+    sbx_cg_close(r->cg);
+    sbx_seccomp_free(&r->filter);
+    free(r);
+    free(rt);
+}
+
+static const sbx_runtime_ops native_ops = {
+    .name = "native",
+    .start = native_start,
+    .claim = native_claim,
+    .pause = native_pause,
+    .resume = native_resume,
+    .destroy = native_destroy,
+    .alive = native_alive,
+    .execd_socket = native_execd_socket,
+    .save = native_save,
+    .attach = native_attach,
+    .sweep = native_sweep,
+    .describe = native_describe,
+    .free = native_free,
+};
+
+/* Can this process make a user namespace with a full id map? */
+static int probe_userns(void)
+{
+    pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
+    if (pid == 0) {
+        /* wait for the map, then exit */
+        usleep(1000 * 50);
+        _exit(0);
+    }
+    if (pid < 0)
+        return 0;
+    char map[64], err[128];
+    snprintf(map, sizeof map, "0 %u %u\n", SBX_UID_BASE, SBX_UID_COUNT);
+    int ok = write_proc(pid, "uid_map", map, err, sizeof err) == TK_OK &&
+             write_proc(pid, "gid_map", map, err, sizeof err) == TK_OK;
+    kill(pid, SIGKILL);
+    int st;
+    waitpid(pid, &st, 0);
+    return ok;
+}
+
+/* A short stable tag for the state dir, so services with different state dirs
+ * keep apart in the cgroup tree. */
+static unsigned long long fnv1a(const char *s)
+{
+    unsigned long long h = 1469598103934665603ULL;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+sbx_runtime *sbx_runtime_native_open(const sbx_runtime_config *cfg, char *err, size_t errlen)
+{
+    native_rt *r = tk_calloc(1, sizeof *r);
+    snprintf(r->state_dir, sizeof r->state_dir, "%s", cfg->state_dir);
+    if (geteuid() != 0) {
+        snprintf(err, errlen,
+                 "the native runtime needs root (namespaces, cgroups, mounts); "
+                 "run tusko-sandboxd as root");
+        goto fail;
+    }
+    if (sbx_image_find(cfg->image_dir, &r->img, err, errlen) != TK_OK)
+        goto fail;
+    if (!realpath(cfg->execd_path, r->execd_path) || access(r->execd_path, X_OK) != 0) {
+        snprintf(err, errlen,
+                 "SANDBOX_EXECD_PATH: no executable tusko-execd at %s (build it with make)",
+                 cfg->execd_path);
+        goto fail;
+    }
+    if (sbx_seccomp_build(&r->filter, err, errlen) != TK_OK)
+        goto fail;
+    char group[64];
+    snprintf(group, sizeof group, "tusko-sandboxd.%08llx", fnv1a(r->state_dir) & 0xffffffffULL);
+    r->cg = sbx_cg_open(group, NULL, err, errlen);
+    if (!r->cg)
+        goto fail;
+    const char *u = cfg->userns ? cfg->userns : "auto";
+    if (strcmp(u, "off") == 0) {
+        r->userns = 0;
+    } else {
+        r->userns = probe_userns();
+        if (!r->userns && strcmp(u, "on") == 0) {
+            snprintf(err, errlen,
+                     "SANDBOX_USERNS=on but this kernel refuses user namespaces with an id map "
+                     "(check /proc/sys/user/max_user_namespaces)");
+            goto fail;
+        }
+    }
+    if (r->userns) {
+        r->uid = SBX_USER_ID;
+        r->gid = SBX_USER_ID;
+    } else {
+        r->uid = SBX_UID_BASE + SBX_USER_ID;
+        r->gid = SBX_UID_BASE + SBX_USER_ID;
+    }
+    snprintf(r->ws_opts, sizeof r->ws_opts, "size=%lld,mode=0755,uid=%u,gid=%u",
+             (long long)cfg->workspace_bytes, (unsigned)r->uid, (unsigned)r->gid);
+    snprintf(r->tmp_opts, sizeof r->tmp_opts, "size=%lld,mode=1777", (long long)cfg->tmp_bytes);
+    snprintf(r->desc, sizeof r->desc,
+             "native namespaces=mnt,pid,net,ipc,uts,cgroup%s cgroups=\"%s\" group=%s seccomp=%u "
+             "image=%s execd=%s",
+             r->userns ? ",user" : "", sbx_cg_describe(r->cg), group, (unsigned)r->filter.len,
+             r->img.rootfs, r->execd_path);
+    sbx_runtime *rt = tk_calloc(1, sizeof *rt);
+    rt->ops = &native_ops;
+    rt->impl = r;
+    return rt;
+fail:
+    if (r->cg)
+        sbx_cg_close(r->cg);
+    sbx_seccomp_free(&r->filter);
+    free(r);
+    return NULL;
+}
+
+sbx_runtime *sbx_runtime_open(const char *name, const sbx_runtime_config *cfg, char *err,
+                              size_t errlen)
+{
+    if (!name || strcmp(name, "native") == 0)
+        return sbx_runtime_native_open(cfg, err, errlen);
+    snprintf(err, errlen, "SANDBOX_RUNTIME=%s is not available (this build has: native)", name);
+    return NULL;
+}
