@@ -160,6 +160,18 @@ static void touch(const char *path, const char *step)
     close(fd);
 }
 
+/* The raw system calls: libc's setresuid() and friends signal every thread they
+ * believe exists (the copied thread list of the parent) and would wait forever. */
+static long xsetresuid(uid_t u)
+{
+    return syscall(SYS_setresuid, u, u, u);
+}
+
+static long xsetresgid(gid_t g)
+{
+    return syscall(SYS_setresgid, g, g, g);
+}
+
 /* ---------- set-up steps ---------- */
 
 static void step_fds(void)
@@ -212,7 +224,7 @@ static void step_wait_go(void)
 
 static void step_namespaces(void)
 {
-    if (C->userns && (setresgid(0, 0, 0) != 0 || setresuid(0, 0, 0) != 0))
+    if (C->userns && (xsetresgid(0) != 0 || xsetresuid(0) != 0))
         die("ids: become root of the user namespace");
     if (unshare(CLONE_NEWCGROUP) != 0)
         die("cgroupns: unshare(CLONE_NEWCGROUP)");
@@ -351,15 +363,15 @@ static void step_rlimits(void)
 
 static void step_drop(void)
 {
-    if (setgroups(0, NULL) != 0)
+    if (syscall(SYS_setgroups, 0, NULL) != 0)
         die("drop: setgroups");
     for (int cap = 0; cap <= 63; cap++) {
         if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL)
             die("drop: PR_CAPBSET_DROP");
     }
-    if (setresgid(C->gid, C->gid, C->gid) != 0)
+    if (xsetresgid(C->gid) != 0)
         die("drop: setresgid");
-    if (setresuid(C->uid, C->uid, C->uid) != 0)
+    if (xsetresuid(C->uid) != 0)
         die("drop: setresuid");
     struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
     struct __user_cap_data_struct d[2];
@@ -577,6 +589,7 @@ _Noreturn void sbx_child_main(const sbx_child_cfg *c)
 {
     C = c;
     setsid();
+    prctl(PR_SET_NAME, "sbx-init", 0, 0, 0);
     step_fds();
     step_wait_go();
     step_namespaces();

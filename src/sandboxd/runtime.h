@@ -77,6 +77,9 @@ typedef struct {
     tk_status (*pause)(sbx_runtime *rt, sbx_instance *in, char *err, size_t errlen);
     tk_status (*resume)(sbx_runtime *rt, sbx_instance *in, char *err, size_t errlen);
     void (*destroy)(sbx_runtime *rt, sbx_instance *in);
+    /* Frees the handle and leaves the sandbox running (the service is stopping;
+     * attach() finds it again after the restart). */
+    void (*forget)(sbx_runtime *rt, sbx_instance *in);
     /* 1 while the sandbox's processes run (paused counts), 0 once it is gone. */
     int (*alive)(sbx_runtime *rt, sbx_instance *in);
     /* The host path of execd's unix socket; valid as long as the instance. */

@@ -399,6 +399,13 @@ static void native_destroy(sbx_runtime *rt, sbx_instance *in)
     instance_free(in);
 }
 
+static void native_forget(sbx_runtime *rt, sbx_instance *in)
+{
+    (void)rt;
+    if (in)
+        instance_free(in);
+}
+
 static int native_alive(sbx_runtime *rt, sbx_instance *in)
 {
     (void)rt;
@@ -526,6 +533,7 @@ static const sbx_runtime_ops native_ops = {
     .pause = native_pause,
     .resume = native_resume,
     .destroy = native_destroy,
+    .forget = native_forget,
     .alive = native_alive,
     .execd_socket = native_execd_socket,
     .save = native_save,
