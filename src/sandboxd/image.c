@@ -52,6 +52,23 @@ tk_status sbx_image_find(const char *dir, sbx_image *img, char *err, size_t errl
             json_decref(j);
         }
     }
+    if (!img->hash[0]) {
+        /* a root given directly: build.sh keeps image.json beside it */
+        char jp[PATH_MAX + 32];
+        snprintf(jp, sizeof jp, "%s/../image.json", root);
+        FILE *f = fopen(jp, "re");
+        if (f) {
+            char buf[8192];
+            size_t n = fread(buf, 1, sizeof buf, f);
+            fclose(f);
+            char e[128];
+            json_t *j = tk_json_parse(buf, n, sizeof buf, e, sizeof e);
+            const char *h = j ? tk_json_str(j, "hash") : NULL;
+            if (h)
+                snprintf(img->hash, sizeof img->hash, "%s", h);
+            json_decref(j);
+        }
+    }
     static const char *const need[] = {"/workspace", "/opt/tusko/bin", "/proc",
                                        "/dev",       "/tmp",           "/run"};
     for (size_t i = 0; i < TK_ARRAY_LEN(need); i++) {
