@@ -246,7 +246,13 @@ describe('sandboxd service', () => {
     const bg = await api.exec(id, 'i=0; while :; do i=$((i+1)); echo $i > /workspace/count; sleep 0.01; done', { background: true });
     assert.equal(bg.status, 200);
     const pid = initPid(sbx.stateDir, id);
-    const count = () => Number(fs.readFileSync(`/proc/${pid}/root/workspace/count`, 'utf8') || 0);
+    const count = () => {
+      try {
+        return Number(fs.readFileSync(`/proc/${pid}/root/workspace/count`, 'utf8') || 0);
+      } catch {
+        return 0; /* not written yet */
+      }
+    };
     await until(() => count() > 3, { what: 'the counter' });
     assert.equal((await api.call('POST', `/v1/sandboxes/${id}/pause`)).status, 202);
     assert.equal((await api.get(id)).json.status.state, 'Paused');
