@@ -30,7 +30,7 @@
 #define FINAL_DRAIN_MS  30000       /* how long the last events wait for a slow client */
 
 typedef struct execd_cmd {
-    char id[TK_UUID_LEN];
+    char id[40];
     char *content;
     int background;
     int64_t started_ms, finished_ms, start_mono;
@@ -408,6 +408,9 @@ static void write_raw(tk_stream *s, tk_buf *b)
     tk_buf_reset(b);
 }
 
+static void start(tk_req *r, const char *command, size_t clen, int background, int64_t timeout,
+                  int set_uid, uint32_t uid, int set_gid, uint32_t gid, char **envp, int cwd_fd);
+
 void execd_cmd_run(tk_req *r, void *ud)
 {
     json_t *j = tk_req_json(r, 0);
@@ -464,7 +467,28 @@ void execd_cmd_run(tk_req *r, void *ud)
         tk_respond_error(r, http, "INVALID_REQUEST_BODY", "%s", err);
         return;
     }
+    start(r, command, clen, background, timeout, set_uid, uid, set_gid, gid, envp, cwd_fd);
+}
 
+void execd_cmd_run_code(tk_req *r, const char *command, size_t len)
+{
+    char **envp = NULL;
+    char err[256];
+    int cwd_fd = -1;
+    if (execd_env_build(NULL, &envp, err, sizeof err) != TK_OK ||
+        execd_workdir_open(NULL, &cwd_fd, 0, err, sizeof err) != 0) {
+        execd_env_free(envp);
+        tk_respond_error(r, 500, "RUNTIME_ERROR", "%s", err);
+        return;
+    }
+    start(r, command, len, 0, 0, 0, 0, 0, 0, envp, cwd_fd);
+}
+
+/* Takes envp and cwd_fd. */
+static void start(tk_req *r, const char *command, size_t clen, int background, int64_t timeout,
+                  int set_uid, uint32_t uid, int set_gid, uint32_t gid, char **envp, int cwd_fd)
+{
+    char err[600];
     pthread_mutex_lock(&g_lock);
     if (g_shutting || (int64_t)g_running >= execd_cfg.max_commands) {
         size_t running = g_running;
@@ -481,7 +505,7 @@ void execd_cmd_run(tk_req *r, void *ud)
     pthread_mutex_unlock(&g_lock);
 
     execd_cmd *c = tk_calloc(1, sizeof *c);
-    tk_uuid4(c->id);
+    tk_token_hex(c->id, 16); /* upstream's form: a uuid without dashes */
     c->content = tk_strndup(command, clen);
     c->background = background;
     c->started_ms = tk_now_ms();

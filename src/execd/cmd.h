@@ -23,6 +23,9 @@
 void execd_cmd_run(tk_req *r, void *ud);    /* POST /command */
 void execd_cmd_status(tk_req *r, void *ud); /* GET /command/status/{id} */
 void execd_cmd_logs(tk_req *r, void *ud);   /* GET /command/{id}/logs */
+/* POST /code without a language: the code runs as a foreground command with
+ * the defaults (upstream's "stateless" execution). */
+void execd_cmd_run_code(tk_req *r, const char *command, size_t len);
 
 /* Interrupts the command with that id: SIGTERM to its process group, SIGKILL to
  * whatever is left after EXECD_KILL_GRACE or once the leader exits.

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "execd/cmd.h"
+#include "execd/code.h"
 #include "execd/execd.h"
 #include "execd/proc.h"
 #include "execd/session.h"
@@ -78,8 +79,9 @@ static void ping(tk_req *r, void *ud)
     tk_respond_empty(r, 200);
 }
 
-/* DELETE /command?id= — upstream interrupts whatever the id names. */
-static void interrupt_command(tk_req *r, void *ud)
+/* DELETE /command?id= and DELETE /code?id= — as upstream, either interrupts
+ * whatever the id names: a command, a bash session's run, a code context. */
+static void interrupt_any(tk_req *r, void *ud)
 {
     const char *id = tk_req_query(r, "id");
     if (!id || !*id) {
@@ -87,17 +89,19 @@ static void interrupt_command(tk_req *r, void *ud)
         return;
     }
     int k = execd_cmd_interrupt(id);
-    if (k == 0)
-        k = execd_session_interrupt(id);
-    if (k == 1) {
-        tk_respond_empty(r, 200);
-        return;
-    }
     if (k == -1) {
         tk_respond_error(r, 400, "NOT_RUNNING", "command %s is not running", id);
         return;
     }
-    tk_respond_error(r, 404, "NOT_FOUND", "no such command: %s", id);
+    if (k == 0)
+        k = execd_session_interrupt(id);
+    if (k == 0)
+        k = execd_code_interrupt(id);
+    if (k == 0) {
+        tk_respond_error(r, 404, "NOT_FOUND", "no command, session or context has the id %s", id);
+        return;
+    }
+    tk_respond_empty(r, 200); /* an idle session or context: nothing to do */
 }
 
 int main(int argc, char **argv)
@@ -124,12 +128,19 @@ int main(int argc, char **argv)
         {"GET", "/healthz", tk_prog_healthz, (void *)&prog, TK_ROUTE_PUBLIC | TK_ROUTE_QUIET},
         {"GET", "/ping", ping, NULL, TK_ROUTE_QUIET},
         {"POST", "/command", execd_cmd_run, NULL, TK_ROUTE_BLOCKING},
-        {"DELETE", "/command", interrupt_command, NULL, 0},
+        {"DELETE", "/command", interrupt_any, NULL, 0},
         {"GET", "/command/status/{id}", execd_cmd_status, NULL, 0},
         {"GET", "/command/{id}/logs", execd_cmd_logs, NULL, 0},
         {"POST", "/session", execd_session_create, NULL, TK_ROUTE_BLOCKING},
         {"POST", "/session/{sessionId}/run", execd_session_run, NULL, TK_ROUTE_BLOCKING},
         {"DELETE", "/session/{sessionId}", execd_session_delete, NULL, 0},
+        {"POST", "/code/context", execd_code_create, NULL, TK_ROUTE_BLOCKING},
+        {"GET", "/code/contexts", execd_code_list, NULL, 0},
+        {"DELETE", "/code/contexts", execd_code_delete_lang, NULL, TK_ROUTE_BLOCKING},
+        {"GET", "/code/contexts/{context_id}", execd_code_get, NULL, 0},
+        {"DELETE", "/code/contexts/{context_id}", execd_code_delete, NULL, TK_ROUTE_BLOCKING},
+        {"POST", "/code", execd_code_run, NULL, TK_ROUTE_BLOCKING},
+        {"DELETE", "/code", interrupt_any, NULL, 0},
     };
     tk_httpd_config hc = {
         .listen = opt_listen,
@@ -149,6 +160,7 @@ int main(int argc, char **argv)
     tk_info("main", "msg=\"stopping\" signal=%d", sig);
     execd_cmd_shutdown(5000);
     execd_session_shutdown(5000);
+    execd_code_shutdown();
     tk_httpd_stop(h);
     tk_ws_close(&execd_cfg.ws);
     tk_config_free(settings, TK_ARRAY_LEN(settings));

@@ -79,7 +79,14 @@ export async function startExecd({ env = {}, workspace } = {}) {
   const prog = await startProgram('tusko-execd', {
     env: { EXECD_LISTEN: '127.0.0.1:0', EXECD_WORKSPACE: ws, EXECD_ACCESS_TOKEN: TOKEN, ...env },
   });
-  return { ...prog, ws, stop: prog.stop, log: prog.log };
+  const stop = prog.stop;
+  prog.stop = async (...a) => {
+    const r = await stop(...a);
+    if (!workspace) fs.rmSync(ws, { recursive: true, force: true });
+    return r;
+  };
+  prog.ws = ws;
+  return prog;
 }
 
 export const H = { 'X-EXECD-ACCESS-TOKEN': TOKEN };
