@@ -119,6 +119,8 @@ static void parse_mountinfo(sbx_cgroups *cg, const char *path, char v2mount[256]
     fclose(f);
 }
 
+static int ctrl_count(const sbx_cgroups *cg);
+
 static void dir_of(const sbx_cgroups *cg, int c, const char *name, char *out, size_t outlen)
 {
     const char *m = cg->version == 2 ? cg->mount[0] : cg->mount[c];
@@ -210,6 +212,14 @@ fail:
 
 void sbx_cg_close(sbx_cgroups *cg)
 {
+    if (!cg)
+        return;
+    /* the parent group goes when no sandbox is left in it (rmdir refuses otherwise) */
+    for (int c = 0; c < ctrl_count(cg); c++) {
+        char d[512];
+        dir_of(cg, c, NULL, d, sizeof d);
+        rmdir(d);
+    }
     free(cg);
 }
 

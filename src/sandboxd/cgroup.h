@@ -25,6 +25,7 @@ typedef struct sbx_cgroups sbx_cgroups;
 /* Finds the hierarchies in mountinfo (NULL: /proc/self/mountinfo) and makes the
  * parent group. NULL with a message naming what is missing. */
 sbx_cgroups *sbx_cg_open(const char *group, const char *mountinfo, char *err, size_t errlen);
+/* Frees cg, removing the parent group when it is empty. */
 void sbx_cg_close(sbx_cgroups *cg);
 /* 1 or 2. */
 int sbx_cg_version(const sbx_cgroups *cg);

@@ -335,6 +335,11 @@ static void step_pivot(void)
         die("pivot: detach the old root");
     if (chdir("/") != 0)
         die("pivot: chdir /");
+    /* stdio again, from the sandbox's own /dev: nothing may refer to the old root */
+    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 || dup2(devnull, 2) < 0)
+        die("pivot: reopen /dev/null");
+    close(devnull);
 }
 
 static void step_lo(void)

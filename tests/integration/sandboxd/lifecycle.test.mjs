@@ -20,6 +20,7 @@ import {
   initPid,
   pidns,
   record,
+  removeStateDir,
   startSandboxd,
   until,
 } from './sbx.mjs';
@@ -34,22 +35,27 @@ describe('sandboxd service', () => {
   });
 
   test('refuses to start without an API key; --insecure-no-auth starts and says so loudly', async () => {
+    const d1 = tmpdir('sbxd-'), d2 = tmpdir('sbxd-');
     const r = runProgram('tusko-sandboxd', [], {
-      env: { SANDBOXD_LISTEN: '127.0.0.1:0', SANDBOXD_STATE_DIR: tmpdir('sbxd-'), SANDBOX_IMAGE_DIR: imageDir() },
+      env: { SANDBOXD_LISTEN: '127.0.0.1:0', SANDBOXD_STATE_DIR: d1, SANDBOX_IMAGE_DIR: imageDir() },
     });
     assert.equal(r.code, 2);
     assert.match(r.stderr, /SANDBOXD_API_KEY/);
-    const p = await startSandboxd({ env: { SANDBOXD_API_KEY: '' } }).catch((e) => e);
+    const d0 = tmpdir('sbxd-');
+    const p = await startSandboxd({ stateDir: d0, env: { SANDBOXD_API_KEY: '' } }).catch((e) => e);
+    removeStateDir(d0);
     assert.ok(p instanceof Error, 'an empty key must not start the service');
     const { startProgram } = await import('../../lib/harness.mjs');
     const ins = await startProgram('tusko-sandboxd', {
       args: ['--insecure-no-auth'],
-      env: { SANDBOXD_LISTEN: '127.0.0.1:0', SANDBOXD_STATE_DIR: tmpdir('sbxd-'), SANDBOX_IMAGE_DIR: imageDir(), SANDBOX_WARM_POOL_SIZE: '0' },
+      env: { SANDBOXD_LISTEN: '127.0.0.1:0', SANDBOXD_STATE_DIR: d2, SANDBOX_IMAGE_DIR: imageDir(), SANDBOX_WARM_POOL_SIZE: '0' },
     });
     assert.match(ins.log(), /INSECURE: serving WITHOUT authentication/);
     const lr = await client(ins.url, null).list();
     assert.equal(lr.status, 200);
     await ins.stop();
+    removeStateDir(d1);
+    removeStateDir(d2);
   });
 
   test('every route but /healthz needs the key, the proxy included', async () => {
@@ -124,7 +130,6 @@ describe('sandboxd service', () => {
     assert.equal(r1.json.image, undefined, 'the create answer has no startup source');
     const r2 = await api.create();
     assert.equal(r2.status, 202);
-    assert.equal(r2.headers.get('x-sandbox-pool'), 'cold', 'the pool of one was used up');
     for (const id of [r1.json.id, r2.json.id]) {
       const g = await api.get(id);
       assert.equal(g.status, 200);
@@ -301,6 +306,11 @@ describe('sandboxd service', () => {
     assert.equal(hostMounts().length, mountsBefore);
   });
 
+  after(async () => {
+    for (const x of (await api.list()).json.items) await api.del(x.id);
+    await sbx.stop();
+  });
+
   test('the pool is refilled and its members are never listed', async () => {
     await until(() => fs.readdirSync(path.join(sbx.stateDir, 'sandboxes')).length >= 1, { what: 'the pool' });
     assert.equal((await api.list()).json.items.length, 0);
@@ -313,11 +323,12 @@ describe('sandboxd service', () => {
   });
 });
 
-describe('sandboxd expiry and idle reaping', () => {
-  test('a sandbox past its timeout is reaped (ttl_expiry) and frees everything', async () => {
+describe('sandboxd cold start, expiry and idle reaping', () => {
+  test('a cold sandbox past its timeout is reaped (ttl_expiry) and frees everything', async () => {
     const s = await startSandboxd({ env: { SANDBOX_MIN_TIMEOUT: '1' } });
     const c = await s.api.create({ timeout: 1 });
     assert.equal(c.status, 202);
+    assert.equal(c.headers.get('x-sandbox-pool'), 'cold', 'no pool here: a cold start');
     const id = c.json.id;
     const pid = initPid(s.stateDir, id);
     const ns = pidns(pid);
@@ -394,5 +405,6 @@ describe('sandboxd restart safety', () => {
     await s2.stop();
     // a clean stop destroys the pool member too
     assert.deepEqual(fs.readdirSync(path.join(stateDir, 'sandboxes')), []);
+    removeStateDir(stateDir);
   });
 });

@@ -20,6 +20,7 @@ export function imageDir() {
 
 // Starts tusko-sandboxd. Returns the harness handle plus stateDir and a client.
 export async function startSandboxd({ env = {}, stateDir } = {}) {
+  const own = !stateDir;
   stateDir = stateDir || tmpdir('sbxd-');
   const p = await startProgram('tusko-sandboxd', {
     env: {
@@ -33,7 +34,23 @@ export async function startSandboxd({ env = {}, stateDir } = {}) {
   });
   p.stateDir = stateDir;
   p.api = client(p.url);
+  if (own) {
+    // a folder made here goes with a clean stop (after its sandboxes were deleted)
+    const stop = p.stop.bind(p);
+    p.stop = async (...a) => {
+      const r = await stop(...a);
+      removeStateDir(stateDir);
+      return r;
+    };
+  }
   return p;
+}
+
+// Removes a state folder whose sandboxes are all gone (a live one keeps it).
+export function removeStateDir(stateDir) {
+  const sb = path.join(stateDir, 'sandboxes');
+  if (fs.existsSync(sb) && fs.readdirSync(sb).length) return;
+  fs.rmSync(stateDir, { recursive: true, force: true });
 }
 
 export function client(base, key = KEY) {
