@@ -7,6 +7,7 @@
 #include "app/app.h"
 #include "app/auth/auth.h"
 #include "app/auth/local.h"
+#include "app/auth/oidc.h"
 #include "app/me.h"
 #include "app/sessions.h"
 #include "lib/log.h"
@@ -32,6 +33,7 @@ struct route_set {
 /* Every module's routes, in match order. Add yours here (one line). */
 static const struct route_set sets[] = {
     {app_local_routes, &app_local_nroutes},       /* /api/auth/... (sign-in, public) */
+    {app_oidc_routes, &app_oidc_nroutes},         /* /api/auth/oidc/... (public) */
     {app_me_routes, &app_me_nroutes},             /* /api/me, /api/models */
     {app_sessions_routes, &app_sessions_nroutes}, /* /api/sessions... */
 };

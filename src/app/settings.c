@@ -40,6 +40,14 @@ static int check_models(const char *v, char *msg, size_t msglen)
     return 0;
 }
 
+static int check_token_auth(const char *v, char *msg, size_t msglen)
+{
+    if (strcmp(v, "client_secret_basic") == 0 || strcmp(v, "client_secret_post") == 0)
+        return 0;
+    snprintf(msg, msglen, "\"%s\" is not client_secret_basic or client_secret_post", v);
+    return 1;
+}
+
 /* clang-format off */
 static tk_setting table[] = {
     /* server and database */
@@ -107,6 +115,12 @@ static tk_setting table[] = {
      .out = &S.oidc_client_secret},
     {"OIDC_SCOPES", "oidc-scopes", TK_SET_STR, "openid email profile", "scopes requested",
      .out = &S.oidc_scopes},
+    {"OIDC_LINK_BY_EMAIL", "oidc-link-by-email", TK_SET_BOOL, "false",
+     "a first OIDC sign-in whose verified email matches an account joins that account",
+     .out = &S.oidc_link_by_email},
+    {"OIDC_TOKEN_AUTH_METHOD", "oidc-token-auth-method", TK_SET_STR, NULL,
+     "client_secret_basic or client_secret_post (unset: what the provider supports, basic first)",
+     .out = &S.oidc_token_auth, .check = check_token_auth},
 };
 /* clang-format on */
 

@@ -59,6 +59,8 @@ typedef struct {
     char *oidc_client_id;     /* OIDC_CLIENT_ID */
     char *oidc_client_secret; /* OIDC_CLIENT_SECRET (NULL: a public client, PKCE only) */
     char *oidc_scopes;        /* OIDC_SCOPES */
+    int oidc_link_by_email;   /* OIDC_LINK_BY_EMAIL: a verified email may join an account */
+    char *oidc_token_auth;    /* OIDC_TOKEN_AUTH_METHOD: client_secret_basic/_post, NULL: auto */
 } app_settings;
 
 /* The settings table (for tk_prog); loading it fills app_settings_values(). */
