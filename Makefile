@@ -14,7 +14,7 @@
 VERSION := 0.1.0
 BUILD ?= build
 
-PKGS := libmicrohttpd libcurl jansson libpq libsodium openssl libseccomp libzmq libcmark-gfm libidn2
+PKGS := libmicrohttpd libcurl jansson libpq libsodium openssl libseccomp libzmq libcmark-gfm libidn2 zlib
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lcmark-gfm-extensions -lcap -lpthread -lm
 
