@@ -13,7 +13,8 @@ build=(gcc make pkg-config clang libclang-rt-14-dev clang-format cppcheck
   libcmark-gfm-dev libcmark-gfm-extensions-dev libseccomp-dev libcap-dev libzmq3-dev
   libidn2-dev)
 # Run: the database, the sandbox image builder, namespaces and networking tools.
-run=(postgresql-15 debootstrap debian-archive-keyring iproute2 util-linux ca-certificates curl)
+run=(postgresql-15 debootstrap debian-archive-keyring iproute2 util-linux ca-certificates curl
+  poppler-utils) # poppler-utils: pdftotext, run contained for Utopia's PDF uploads
 # Test: Node.js for the harness (skipped when a node is already installed), the
 # comparison runtimes for benchmarks.
 test=(bubblewrap)

@@ -1,0 +1,356 @@
+/*
+ * search.c — hybrid search over chunks, memories and facts, fused by
+ * reciprocal rank fusion (RRF: score = sum over rankings of 1 / (60 + rank)).
+ *
+ * Chunks have two rankings, each from a capped candidate set so that a query
+ * costs about the same at 10k and 1M chunks:
+ *   exact    websearch_to_tsquery (AND of stemmed words, "phrases", -not), the
+ *            first `candidates` matches from the GIN index ranked by ts_rank_cd
+ *   lenient  OR of the query's rarer words (by their chunk counts in
+ *            utopia_terms) plus, for every word the user's vocabulary does not
+ *            have, its closest vocabulary words by trigram similarity (typos);
+ *            ranked the same way
+ * Memories and facts are few per user: full-text (OR) and trigram word
+ * similarity over all of a user's rows. Every result carries a citation.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/utopia/db.h"
+#include "app/utopia/utopia.h"
+#include "lib/id.h"
+#include "lib/json.h"
+#include "lib/pg.h"
+
+static const char SQL_CHUNKS[] =
+    "WITH p AS (SELECT $1::uuid AS uid, $2::regconfig AS cfg, $3::text AS qt, $4::uuid AS chat, "
+    "  $5::int AS cand), "
+    "n AS (SELECT greatest(coalesce(sum(nchunks), 0), 1) AS total FROM utopia_documents "
+    "  WHERE user_id = (SELECT uid FROM p)), "
+    "q AS (SELECT websearch_to_tsquery(p.cfg, p.qt) AS tq FROM p), "
+    "w AS (SELECT DISTINCT x AS w FROM p, unnest(tsvector_to_array(to_tsvector('simple', p.qt))) x "
+    "  WHERE length(x) BETWEEN 2 AND 40 LIMIT 24), "
+    "wt AS (SELECT w.w, t.ndocs FROM w LEFT JOIN utopia_terms t ON t.user_id = (SELECT uid FROM p) "
+    "  AND t.term = w.w), "
+    "fz AS (SELECT f.term, f.ndocs, f.sim FROM wt CROSS JOIN LATERAL (SELECT term, ndocs, "
+    "  similarity(term, wt.w) AS sim FROM utopia_terms WHERE wt.ndocs IS NULL AND length(wt.w) >= "
+    "4 "
+    "  AND user_id = (SELECT uid FROM p) AND term % wt.w ORDER BY 3 DESC, 2 DESC LIMIT 4) f), "
+    "cands AS (SELECT w AS term, ndocs, 1.0::real AS sim FROM wt WHERE ndocs IS NOT NULL "
+    "  UNION ALL SELECT term, ndocs, sim FROM fz), "
+    "lt AS (SELECT term FROM (SELECT term, ndocs, row_number() OVER (ORDER BY ndocs, term) AS rn, "
+    "  count(*) FILTER (WHERE ndocs <= greatest(0.05 * n.total, 20)) OVER () AS nsel "
+    "  FROM cands, p, n WHERE numnode(plainto_tsquery(p.cfg, term)) > 0) s, n "
+    "  WHERE rn <= 12 AND (ndocs <= greatest(0.05 * n.total, 20) OR (nsel = 0 AND rn <= 2))), "
+    "lq AS (SELECT coalesce(to_tsquery((SELECT cfg FROM p), string_agg('''' || "
+    "  replace(replace(term, '\\', '\\\\'), '''', '''''') || '''', ' | ')), ''::tsquery) AS tq "
+    "FROM lt), "
+    "fts AS (SELECT c.id, ts_rank_cd(c.tsv, q.tq) AS r FROM (SELECT id, tsv FROM utopia_chunks, q, "
+    "p "
+    "  WHERE user_id = p.uid AND (p.chat IS NULL OR chat_id = p.chat) AND tsv @@ q.tq "
+    "  LIMIT (SELECT cand FROM p)) c, q ORDER BY 2 DESC, 1 LIMIT 100), "
+    "len AS (SELECT c.id, ts_rank_cd(c.tsv, lq.tq) AS r FROM (SELECT id, tsv FROM utopia_chunks, "
+    "lq, p "
+    "  WHERE user_id = p.uid AND (p.chat IS NULL OR chat_id = p.chat) AND tsv @@ lq.tq "
+    "  LIMIT (SELECT cand FROM p)) c, lq ORDER BY 2 DESC, 1 LIMIT 100), "
+    "rk AS (SELECT id, row_number() OVER (ORDER BY r DESC, id) AS exact, NULL::bigint AS lenient "
+    "FROM fts "
+    "  UNION ALL SELECT id, NULL, row_number() OVER (ORDER BY r DESC, id) FROM len), "
+    "fused AS (SELECT id, sum(1.0 / (60 + coalesce(exact, lenient))) AS score, min(exact) AS "
+    "exact, "
+    "  min(lenient) AS lenient FROM rk GROUP BY id ORDER BY 2 DESC, 1 LIMIT $6) "
+    "SELECT coalesce(json_agg(json_build_object('type', 'chunk', 'score', round(f.score::numeric, "
+    "6), "
+    "  'document_id', c.document_id, 'title', d.title, 'position', c.position, 'heading', "
+    "c.heading, "
+    "  'chat_id', c.chat_id, 'ranks', json_strip_nulls(json_build_object('exact', f.exact, "
+    "  'lenient', f.lenient)), 'snippet', ts_headline((SELECT cfg FROM p), c.body, "
+    "  (SELECT tq FROM q) || (SELECT tq FROM lq), 'StartSel=**, StopSel=**, MaxWords=40, "
+    "MinWords=15, "
+    "  MaxFragments=2, FragmentDelimiter=\" … \"')) ORDER BY f.score DESC, f.id), '[]'::json) "
+    "FROM fused f JOIN utopia_chunks c ON c.id = f.id JOIN utopia_documents d ON d.id = "
+    "c.document_id";
+
+static const char SQL_MEMORIES[] =
+    "WITH p AS (SELECT $1::uuid AS uid, $2::regconfig AS cfg, $3::text AS qt, $4::uuid AS chat), "
+    "oq AS (SELECT coalesce(to_tsquery(p.cfg, string_agg('''' || replace(replace(x, '\\', "
+    "  '\\\\'), '''', '''''') || '''', ' | ')), ''::tsquery) AS tq FROM p, "
+    "  unnest(tsvector_to_array(to_tsvector(p.cfg, p.qt))) x GROUP BY p.cfg), "
+    "m AS (SELECT * FROM utopia_memories WHERE user_id = (SELECT uid FROM p) AND ((SELECT chat "
+    "FROM p) "
+    "  IS NULL OR chat_id = (SELECT chat FROM p))), "
+    "a AS (SELECT id, row_number() OVER (ORDER BY ts_rank_cd(tsv, oq.tq) DESC, id) AS rk FROM m, "
+    "oq "
+    "  WHERE tsv @@ oq.tq LIMIT 100), "
+    "b AS (SELECT id, row_number() OVER (ORDER BY word_similarity((SELECT qt FROM p), text) DESC, "
+    "id) "
+    "  AS rk FROM m WHERE word_similarity((SELECT qt FROM p), text) >= 0.45 LIMIT 100), "
+    "f AS (SELECT id, sum(1.0 / (60 + rk)) AS score FROM (SELECT * FROM a UNION ALL SELECT * FROM "
+    "b) "
+    "  r GROUP BY id ORDER BY 2 DESC, 1 LIMIT $5) "
+    "SELECT coalesce(json_agg(json_build_object('type', 'memory', 'score', round(f.score::numeric, "
+    "6), "
+    "  'id', m.id, 'text', m.text, 'chat_id', m.chat_id, 'created_at', "
+    "  utopia_date_text(m.created_at, 'second')) ORDER BY f.score DESC, f.id), '[]'::json) "
+    "FROM f JOIN utopia_memories m ON m.id = f.id";
+
+static const char SQL_FACTS[] =
+    "WITH p AS (SELECT $1::uuid AS uid, $2::regconfig AS cfg, $3::text AS qt), "
+    "oq AS (SELECT coalesce(to_tsquery(p.cfg, string_agg('''' || replace(replace(x, '\\', "
+    "  '\\\\'), '''', '''''') || '''', ' | ')), ''::tsquery) AS tq FROM p, "
+    "  unnest(tsvector_to_array(to_tsvector(p.cfg, p.qt))) x GROUP BY p.cfg), "
+    "fa AS (SELECT f.*, s.name AS sname FROM utopia_facts f JOIN utopia_entities s ON s.id = "
+    "  f.subject_id WHERE f.user_id = (SELECT uid FROM p) AND f.valid_to IS NULL), "
+    "a AS (SELECT id, row_number() OVER (ORDER BY ts_rank_cd(tsv, oq.tq) DESC, id) AS rk FROM fa, "
+    "oq "
+    "  WHERE tsv @@ oq.tq LIMIT 100), "
+    "b AS (SELECT fa.id, row_number() OVER (ORDER BY max(similarity(al.norm, w)) DESC, fa.id) AS "
+    "rk "
+    "  FROM fa JOIN utopia_aliases al ON al.entity_id IN (fa.subject_id, fa.object_id), p, "
+    "  unnest(tsvector_to_array(to_tsvector('simple', p.qt))) w WHERE length(w) >= 3 AND al.norm % "
+    "w "
+    "  GROUP BY fa.id LIMIT 100), "
+    "f AS (SELECT id, sum(1.0 / (60 + rk)) AS score FROM (SELECT * FROM a UNION ALL SELECT * FROM "
+    "b) "
+    "  r GROUP BY id ORDER BY 2 DESC, 1 LIMIT $4) "
+    "SELECT coalesce(json_agg(json_build_object('type', 'fact', 'score', round(f.score::numeric, "
+    "6), "
+    "  'id', x.id, 'subject', x.sname, 'predicate', x.predicate, 'object', x.object, 'valid_from', "
+    "  utopia_date_text(x.valid_from, x.valid_from_precision), 'source', json_strip_nulls("
+    "  json_build_object('chat_id', x.source_chat_id, 'turn_id', x.source_turn_id, 'document_id', "
+    "  x.source_document_id))) ORDER BY f.score DESC, f.id), '[]'::json) "
+    "FROM f JOIN fa x ON x.id = f.id";
+
+static int by_score(const void *a, const void *b)
+{
+    double x = json_number_value(json_object_get(*(json_t *const *)a, "score"));
+    double y = json_number_value(json_object_get(*(json_t *const *)b, "score"));
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static void cite(json_t *r, int n)
+{
+    const char *type = json_string_value(json_object_get(r, "type"));
+    char buf[400];
+    if (!strcmp(type, "chunk")) {
+        const char *h = json_string_value(json_object_get(r, "heading"));
+        snprintf(buf, sizeof buf, "[%d] %s%s%s, part %lld", n,
+                 json_string_value(json_object_get(r, "title")), h && *h ? " — " : "", h ? h : "",
+                 (long long)json_integer_value(json_object_get(r, "position")) + 1);
+    } else if (!strcmp(type, "memory")) {
+        snprintf(buf, sizeof buf, "[%d] memory %s", n,
+                 json_string_value(json_object_get(r, "created_at")));
+    } else {
+        const char *vf = json_string_value(json_object_get(r, "valid_from"));
+        snprintf(buf, sizeof buf, "[%d] fact: %s %s %s%s%s", n,
+                 json_string_value(json_object_get(r, "subject")),
+                 json_string_value(json_object_get(r, "predicate")),
+                 json_string_value(json_object_get(r, "object")), vf ? " since " : "",
+                 vf ? vf : "");
+    }
+    json_object_set_new(r, "cite", json_string(buf));
+}
+
+tk_status utopia_search(const utopia *u, PGconn *c, const char *user_id,
+                        const utopia_search_opts *o, json_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    const char *chat = o->scope_chat ? o->chat_id : NULL;
+    if (!user_id || !utopia_uuid_ok(user_id) || !utopia_uuid_ok(chat)) {
+        snprintf(err, errlen, "bad user or chat id");
+        return TK_EINVAL;
+    }
+    if (o->scope_chat && !o->chat_id) {
+        snprintf(err, errlen, "scope \"chat\" needs a chat");
+        return TK_EINVAL;
+    }
+    if (!o->query || !*o->query || strlen(o->query) > 2000) {
+        snprintf(err, errlen, "query: 1 to 2000 characters");
+        return TK_EINVAL;
+    }
+    /* the query as normalised text: valid UTF-8, no control characters */
+    tk_buf qb;
+    tk_buf_init(&qb, 8192);
+    utopia_text_normalize(&qb, o->query, strlen(o->query), 0);
+    const char *q = tk_buf_cstr(&qb);
+    int k = o->k <= 0 ? 8 : o->k > 50 ? 50 : o->k;
+    int kinds = o->kinds ? o->kinds : UTOPIA_KIND_ALL;
+    char ks[8], cand[16];
+    snprintf(ks, sizeof ks, "%d", k);
+    snprintf(cand, sizeof cand, "%lld", (long long)u->cfg.candidates);
+    json_t *all = json_array();
+    tk_status st = TK_OK;
+    if (kinds & UTOPIA_KIND_CHUNKS) {
+        const char *p[] = {user_id, u->cfg.fts_config, q, chat, cand, ks};
+        json_t *r = utopia_db_json(c, SQL_CHUNKS, 6, p, NULL, err, errlen);
+        if (!r) {
+            st = TK_ERROR;
+            goto out;
+        }
+        json_array_extend(all, r);
+        json_decref(r);
+    }
+    if (kinds & UTOPIA_KIND_MEMORIES) {
+        const char *p[] = {user_id, u->cfg.fts_config, q, chat, ks};
+        json_t *r = utopia_db_json(c, SQL_MEMORIES, 5, p, NULL, err, errlen);
+        if (!r) {
+            st = TK_ERROR;
+            goto out;
+        }
+        json_array_extend(all, r);
+        json_decref(r);
+    }
+    if (kinds & UTOPIA_KIND_FACTS) {
+        const char *p[] = {user_id, u->cfg.fts_config, q, ks};
+        json_t *r = utopia_db_json(c, SQL_FACTS, 4, p, NULL, err, errlen);
+        if (!r) {
+            st = TK_ERROR;
+            goto out;
+        }
+        json_array_extend(all, r);
+        json_decref(r);
+    }
+    /* merge the kinds by their fused scores (all RRF sums, so comparable) */
+    size_t n = json_array_size(all);
+    json_t **v = tk_calloc(n ? n : 1, sizeof *v);
+    for (size_t i = 0; i < n; i++)
+        v[i] = json_incref(json_array_get(all, i));
+    qsort(v, n, sizeof *v, by_score);
+    json_t *res = json_array();
+    for (size_t i = 0; i < n; i++) {
+        if ((int)json_array_size(res) < k) {
+            cite(v[i], (int)json_array_size(res) + 1);
+            json_array_append(res, v[i]);
+        }
+        json_decref(v[i]);
+    }
+    free(v);
+    *out = tk_json_obj("query", json_string(q), "results", res, NULL);
+out:
+    json_decref(all);
+    tk_buf_free(&qb);
+    return st;
+}
+
+/* ---- memories ---- */
+
+tk_status utopia_memory_add(const utopia *u, PGconn *c, const char *user_id, const char *text,
+                            const utopia_source *src, json_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    utopia_source none = {0};
+    if (!src)
+        src = &none;
+    if (!user_id || !utopia_uuid_ok(user_id) || !utopia_uuid_ok(src->chat_id) ||
+        !utopia_uuid_ok(src->turn_id) || !utopia_uuid_ok(src->document_id)) {
+        snprintf(err, errlen, "bad user, chat, turn or document id");
+        return TK_EINVAL;
+    }
+    tk_buf b;
+    tk_buf_init(&b, 16384);
+    if (!text || utopia_text_normalize(&b, text, strlen(text), 1) != TK_OK || b.len == 0 ||
+        b.len > 4000) {
+        tk_buf_free(&b);
+        snprintf(err, errlen, "note: 1 to 4000 characters");
+        return TK_EINVAL;
+    }
+    char id[TK_UUID_LEN];
+    tk_uuid7(id);
+    const char *p[] = {id,     user_id,          src->chat_id, src->turn_id, src->document_id,
+                       b.data, u->cfg.fts_config};
+    *out = utopia_db_json(
+        c,
+        "WITH i AS (INSERT INTO utopia_memories (id, user_id, chat_id, turn_id, document_id, text, "
+        "tsv) VALUES ($1, $2, $3, $4, $5, $6, to_tsvector($7::regconfig, $6)) RETURNING *) "
+        "SELECT json_build_object('memory', json_build_object('id', id, 'text', text, 'chat_id', "
+        "chat_id, 'created_at', utopia_date_text(created_at, 'second'))) FROM i",
+        7, p, NULL, err, errlen);
+    tk_buf_free(&b);
+    return *out ? TK_OK : TK_ERROR;
+}
+
+tk_status utopia_memory_list(const utopia *u, PGconn *c, const char *user_id, int limit, int offset,
+                             json_t **out, char *err, size_t errlen)
+{
+    (void)u;
+    *out = NULL;
+    if (!user_id || !utopia_uuid_ok(user_id)) {
+        snprintf(err, errlen, "bad user id");
+        return TK_EINVAL;
+    }
+    char l[16], o[16];
+    snprintf(l, sizeof l, "%d", limit <= 0 || limit > 1000 ? 200 : limit);
+    snprintf(o, sizeof o, "%d", offset < 0 ? 0 : offset);
+    const char *p[] = {user_id, l, o};
+    *out = utopia_db_json(
+        c,
+        "SELECT json_build_object('memories', coalesce(json_agg(json_build_object('id', id, "
+        "'text', text, 'chat_id', chat_id, 'turn_id', turn_id, 'created_at', "
+        "utopia_date_text(created_at, 'second')) ORDER BY created_at DESC, id DESC), '[]'::json)) "
+        "FROM (SELECT * FROM utopia_memories WHERE user_id = $1 ORDER BY created_at DESC, id DESC "
+        "LIMIT $2 OFFSET $3) m",
+        3, p, NULL, err, errlen);
+    return *out ? TK_OK : TK_ERROR;
+}
+
+tk_status utopia_memory_delete(const utopia *u, PGconn *c, const char *user_id, const char *id,
+                               json_t **out, char *err, size_t errlen)
+{
+    (void)u;
+    *out = NULL;
+    if (!user_id || !id || !utopia_uuid_ok(user_id) || !utopia_uuid_ok(id)) {
+        snprintf(err, errlen, "bad user or memory id");
+        return TK_EINVAL;
+    }
+    const char *p[] = {user_id, id};
+    long n = 0;
+    tk_status st = utopia_db_exec(c, "DELETE FROM utopia_memories WHERE user_id = $1 AND id = $2",
+                                  2, p, &n, err, errlen);
+    if (st != TK_OK)
+        return st;
+    if (n == 0) {
+        snprintf(err, errlen, "no such memory");
+        return TK_ENOENT;
+    }
+    *out = tk_json_obj("deleted", json_true(), NULL);
+    return TK_OK;
+}
+
+tk_status utopia_memory_relevant(const utopia *u, PGconn *c, const char *user_id,
+                                 const char *turn_text, const char *chat_id, int budget_tokens,
+                                 json_t **out, char *err, size_t errlen)
+{
+    (void)chat_id; /* memories are the user's, across chats */
+    *out = NULL;
+    int budget = budget_tokens > 0 ? budget_tokens : (int)u->cfg.memory_budget;
+    json_t *picked = json_array();
+    int used = 0;
+    if (turn_text && *turn_text && budget > 0) {
+        utopia_search_opts o = {.query = turn_text, .k = 20, .kinds = UTOPIA_KIND_MEMORIES};
+        json_t *r = NULL;
+        tk_status st = utopia_search(u, c, user_id, &o, &r, err, errlen);
+        if (st != TK_OK) {
+            json_decref(picked);
+            return st;
+        }
+        size_t i;
+        json_t *m;
+        json_array_foreach(json_object_get(r, "results"), i, m)
+        {
+            /* about four bytes a token, and a few for the list's framing */
+            int cost = (int)(strlen(json_string_value(json_object_get(m, "text"))) + 3) / 4 + 4;
+            if (used + cost > budget)
+                continue;
+            used += cost;
+            json_array_append_new(picked,
+                                  tk_json_obj("id", json_incref(json_object_get(m, "id")), "text",
+                                              json_incref(json_object_get(m, "text")), "score",
+                                              json_incref(json_object_get(m, "score")), NULL));
+        }
+        json_decref(r);
+    }
+    *out = tk_json_obj("memories", picked, "tokens", json_integer(used), "budget",
+                       json_integer(budget), NULL);
+    return TK_OK;
+}
