@@ -71,6 +71,13 @@ tk_status app_init(int connect, char *err, size_t errlen)
             snprintf(err, errlen, "DATABASE_URL: %s", m);
             return TK_ERROR;
         }
+        /* one connection per HTTP event thread (server.c runs APP_HTTP_THREADS) */
+        ctx.auth_pg = tk_pg_pool_new(s->database_url, APP_HTTP_THREADS, err, errlen);
+        if (!ctx.auth_pg) {
+            tk_pg_pool_free(ctx.pg);
+            ctx.pg = NULL;
+            return TK_ERROR;
+        }
     }
     ready = 1;
     return TK_OK;
@@ -100,7 +107,9 @@ void app_shutdown(void)
 {
     if (ctx.pg)
         tk_pg_pool_free(ctx.pg);
-    ctx.pg = NULL;
+    if (ctx.auth_pg)
+        tk_pg_pool_free(ctx.auth_pg);
+    ctx.pg = ctx.auth_pg = NULL;
     app_models_set(NULL);
     free(prompt);
     prompt = NULL;

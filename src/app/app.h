@@ -22,12 +22,17 @@
 #include "lib/httpd.h"
 #include "lib/pg.h"
 
+/* HTTP event-loop threads (libmicrohttpd); the auth hook runs on them. */
+#define APP_HTTP_THREADS 2
+
 /* How long a handler waits for a database connection before answering 503. */
 #define APP_DB_ACQUIRE_MS 5000
 
 typedef struct {
     const app_settings *cfg;   /* every setting, loaded (settings.h) */
     tk_pg_pool *pg;            /* the pool; see app_db_acquire */
+    tk_pg_pool *auth_pg;       /* a small pool only the auth hook uses (on the event threads),
+                                  so a busy main pool never stalls them; NULL: use pg */
     int64_t start_ms;          /* wall clock at start-up (ms since the epoch) */
     int64_t start_mono_ms;     /* monotonic clock at start-up */
     const char *system_prompt; /* the prompt to send (<= APP_SYSTEM_PROMPT_MAX chars) */

@@ -57,6 +57,7 @@ tk_httpd *app_server_start(const tk_prog *prog, char *err, size_t errlen)
     tk_httpd_config hc = {
         .listen = a->cfg->listen,
         .name = "http",
+        .threads = APP_HTTP_THREADS,
         .auth = app_auth_hook,
         .headers = a->secure_cookies ? app_security_headers_https : app_security_headers,
     };

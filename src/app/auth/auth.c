@@ -89,7 +89,8 @@ void app_auth_cache_clear(void)
 static tk_status lookup(const char *sql, const char *hash, app_auth_via via, app_user *u)
 {
     memset(u, 0, sizeof *u);
-    PGconn *c = tk_pg_acquire(app_get()->pg, AUTH_DB_WAIT_MS);
+    tk_pg_pool *pool = app_get()->auth_pg ? app_get()->auth_pg : app_get()->pg;
+    PGconn *c = tk_pg_acquire(pool, AUTH_DB_WAIT_MS);
     if (!c) {
         tk_error("auth", "msg=\"no database connection for a credential check\"");
         return TK_ERROR;
@@ -119,7 +120,7 @@ static tk_status lookup(const char *sql, const char *hash, app_auth_via via, app
                    "decode($1, 'hex')",
                    1, p);
     }
-    tk_pg_release(app_get()->pg, c);
+    tk_pg_release(pool, c);
     return st;
 }
 

@@ -50,6 +50,7 @@ tk_status app_signin_start_session(tk_req *r, PGconn *pgconn, const char *user_i
     if (st != TK_OK)
         return st;
     set_cookies(r, secret, csrf, (long long)(ttl / 1000));
+    app_websession_sweep(pgconn); /* expired sessions and flows go now and then: at sign-ins */
     snprintf(csrf_out, csrflen, "%s", csrf);
     *expires_ms = tk_now_ms() + ttl;
     tk_info("auth", "msg=\"signed in\" user=%s method=%s ip=%s", user_id, method,
