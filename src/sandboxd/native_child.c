@@ -222,12 +222,28 @@ static void step_wait_go(void)
     }
 }
 
+/* The parent moves us into our cgroups while we mount (a v1 cgroup migration
+ * waits for an RCU grace period: milliseconds we spend on the mounts instead);
+ * 'A' says it is done. */
+static void step_wait_attached(void)
+{
+    char m[8];
+    ssize_t n;
+    do
+        n = recv(FD_SYNC, m, sizeof m, 0);
+    while (n < 0 && errno == EINTR);
+    if (n != 1 || m[0] != 'A') {
+        errno = n < 0 ? errno : EPROTO;
+        die("attached: no word from the parent");
+    }
+    if (unshare(CLONE_NEWCGROUP) != 0)
+        die("cgroupns: unshare(CLONE_NEWCGROUP)");
+}
+
 static void step_namespaces(void)
 {
     if (C->userns && (xsetresgid(0) != 0 || xsetresuid(0) != 0))
         die("ids: become root of the user namespace");
-    if (unshare(CLONE_NEWCGROUP) != 0)
-        die("cgroupns: unshare(CLONE_NEWCGROUP)");
     if (sethostname("sandbox", 7) != 0)
         die("hostname: sethostname");
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
@@ -520,9 +536,9 @@ _Noreturn static void init_loop(void)
     start_execd();
     if (g_execd < 0)
         die("init: start execd");
-    if (g_req_argv[0] && spawn(g_req_argv, g_user_env, 0) < 0)
-        die("init: start the entrypoint");
     send_msg("R", 1);
+    if (g_req_argv[0])
+        spawn(g_req_argv, g_user_env, 0);
 
     int sync_open = 1;
     int fails = 0;
@@ -567,9 +583,10 @@ _Noreturn static void init_loop(void)
                     start_execd();
                     clock_gettime(CLOCK_MONOTONIC, &last_start);
                 }
+                /* answer first: the entrypoint starts while the service replies */
+                send_msg(g_execd > 0 ? "R" : "E\0\0\0\0claim: start execd", g_execd > 0 ? 1 : 23);
                 if (g_req_argv[0])
                     spawn(g_req_argv, g_user_env, 0);
-                send_msg(g_execd > 0 ? "R" : "E\0\0\0\0claim: start execd", g_execd > 0 ? 1 : 23);
             } else {
                 send_msg("E\0\0\0\0claim: bad message", 23);
             }
@@ -602,6 +619,7 @@ _Noreturn void sbx_child_main(const sbx_child_cfg *c)
     step_pivot();
     step_lo();
     step_rlimits();
+    step_wait_attached();
     step_drop();
     step_seccomp();
     init_loop();

@@ -10,11 +10,8 @@
  * Steps, in order (each reports its name and errno to the parent on failure):
  *   fds        stdin/out/err to /dev/null, the listening socket to fd 3, the
  *              sync socket to fd 4, every other descriptor closed
- *   wait_go    block until the parent has written the uid/gid maps and placed
- *              the child in its cgroups
+ *   wait_go    block until the parent has written the uid/gid maps
  *   ids        in a user namespace: become its root (uid/gid 0 inside)
- *   cgroupns   unshare(CLONE_NEWCGROUP): the cgroup namespace starts at the
- *              sandbox's own group
  *   hostname   "sandbox" in the new UTS namespace
  *   private    every mount MS_PRIVATE, so nothing propagates back to the host
  *   root       bind the image onto itself (the new root)
@@ -31,6 +28,10 @@
  *   pivot      pivot_root into it and detach the old root
  *   lo         bring up the loopback interface of the empty network namespace
  *   rlimits    core 0, nofile, memlock
+ *   attached   wait until the parent has moved us into our cgroups (it does so
+ *              while we mount), then unshare(CLONE_NEWCGROUP): the cgroup
+ *              namespace starts at the sandbox's own group. Nothing untrusted
+ *              has run yet; execd starts inside the limits.
  *   drop       supplementary groups cleared, capability bounding set emptied,
  *              uid/gid to the sandbox user (which clears every capability),
  *              ambient and inheritable sets cleared
@@ -42,8 +43,9 @@
  *   entrypoint for a pooled sandbox) when the parent sends one.
  *
  * Messages on the sync socket (SOCK_SEQPACKET): parent → child 'G' (go) or 'C'
- * (claim), each followed by a payload (sbx_child_payload_*); child → parent 'R'
- * (ready) or 'E' + errno (4 bytes) + the failing step's text.
+ * (claim), each followed by a payload (sbx_child_payload_*), and 'A' (attached
+ * to the cgroups); child → parent 'R' (ready) or 'E' + errno (4 bytes) + the
+ * failing step's text.
  */
 #ifndef SBX_NATIVE_CHILD_H
 #define SBX_NATIVE_CHILD_H

@@ -12,8 +12,9 @@
  *   cgroup    the group with memory, pids and cpu limits
  *   clone     the child in new namespaces
  *   maps      uid_map/gid_map: inside 0..65535 → host SBX_UID_BASE.. (user ns)
- *   attach    the child into its cgroups
- *   go        the payload (env, entrypoint) to the child; wait for 'R'
+ *   go        the payload (env, entrypoint) to the child, which starts mounting
+ *   attach    meanwhile the child into its cgroups (a v1 migration costs an RCU
+ *             grace period), then 'A'; wait for 'R'
  * Any failure undoes what was done, in reverse.
  */
 #include <errno.h>
@@ -300,6 +301,7 @@ static tk_status native_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
         .user_env = user_env,
     };
     /* clone */
+    int64_t t_prep = tk_mono_ns();
     unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
                           (r->userns ? CLONE_NEWUSER : 0) | SIGCHLD;
     pid_t pid = (pid_t)syscall(SYS_clone, flags, 0, 0, 0, 0);
@@ -309,6 +311,7 @@ static tk_status native_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
         snprintf(err, errlen, "clone: %s", strerror(errno));
         goto fail;
     }
+    int64_t t_clone = tk_mono_ns();
     in->pid = pid;
     in->sync_fd = sv[0];
     sv[0] = -1;
@@ -324,18 +327,28 @@ static tk_status native_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
             write_proc(pid, "gid_map", map, err, errlen) != TK_OK)
             goto fail;
     }
-    /* attach */
-    if (sbx_cg_attach(r->cg, in->id, pid, err, errlen) != TK_OK)
-        goto fail;
-    in->starttime = proc_starttime(pid);
-    in->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    /* go */
+    int64_t t_maps = tk_mono_ns();
+    /* go: the child mounts while we attach it */
     if (send(in->sync_fd, go.data, go.len, MSG_NOSIGNAL) != (ssize_t)go.len) {
         snprintf(err, errlen, "go: send: %s", strerror(errno));
         goto fail;
     }
+    /* attach */
+    if (sbx_cg_attach(r->cg, in->id, pid, err, errlen) != TK_OK)
+        goto fail;
+    if (send(in->sync_fd, "A", 1, MSG_NOSIGNAL) != 1) {
+        snprintf(err, errlen, "attach: send: %s", strerror(errno));
+        goto fail;
+    }
+    in->starttime = proc_starttime(pid);
+    in->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    int64_t t_go = tk_mono_ns();
     if (wait_reply(in, 10000, "start", err, errlen) != TK_OK)
         goto fail;
+    tk_debug("native",
+             "msg=\"started\" id=%s clone_ms=%.3f maps_ms=%.3f attach_ms=%.3f child_ms=%.3f",
+             in->id, (double)(t_clone - t_prep) / 1e6, (double)(t_maps - t_clone) / 1e6,
+             (double)(t_go - t_maps) / 1e6, (double)(tk_mono_ns() - t_go) / 1e6);
     free(tok_env);
     tk_buf_free(&go);
     *out = in;
@@ -358,8 +371,10 @@ static tk_status native_claim(sbx_runtime *rt, sbx_instance *in, const sbx_spec 
                               size_t errlen)
 {
     native_rt *r = RT(rt);
+    int64_t t0 = tk_mono_ns();
     if (sbx_cg_set_limits(r->cg, in->id, &spec->limits, err, errlen) != TK_OK)
         return TK_ERROR;
+    int64_t t1 = tk_mono_ns();
     if (in->sync_fd < 0) {
         snprintf(err, errlen,
                  "claim: no channel to the sandbox's init (it was found after a restart)");
@@ -378,6 +393,8 @@ static tk_status native_claim(sbx_runtime *rt, sbx_instance *in, const sbx_spec 
         st = wait_reply(in, 5000, "claim", err, errlen);
     }
     tk_buf_free(&b);
+    tk_debug("native", "msg=\"claimed\" id=%s limits_ms=%.3f init_ms=%.3f", in->id,
+             (double)(t1 - t0) / 1e6, (double)(tk_mono_ns() - t1) / 1e6);
     return st;
 }
 

@@ -205,7 +205,8 @@ tk_status sbx_service_create(sbx_service *svc, const sbx_create_req *req, sbx_sa
     s->expires_ms = req->timeout_s ? now + req->timeout_s * 1000 : 0;
     s->renew_extend_s = req->renew_extend_s;
     s->refs++; /* the caller's */
-    sbx_service_save_locked(svc, s);
+    /* No record yet: a crash before the one written below leaves a folder
+     * without a record (or a pool member's), which recovery cleans. */
     pthread_cond_signal(&svc->pool_cv);
     pthread_mutex_unlock(&svc->mu);
 

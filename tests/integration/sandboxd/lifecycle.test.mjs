@@ -19,6 +19,7 @@ import {
   imageDir,
   initPid,
   pidns,
+  poolReady,
   record,
   removeStateDir,
   startSandboxd,
@@ -117,7 +118,7 @@ describe('sandboxd service', () => {
   });
 
   test('create → run a command through the proxy → delete; warm then cold; the answer follows the spec', async () => {
-    await until(async () => fs.readdirSync(path.join(sbx.stateDir, 'sandboxes')).length >= 1, { what: 'the pool' });
+    await until(() => poolReady(sbx.stateDir) >= 1, { what: 'the pool' });
     const r1 = await api.create({ metadata: { owner: 'u1', session: 's1' }, env: { GREETING: 'hello' }, timeout: 600 });
     assert.equal(r1.status, 202, r1.text);
     assert.equal(r1.headers.get('x-sandbox-pool'), 'warm');
@@ -276,7 +277,7 @@ describe('sandboxd service', () => {
   });
 
   test('resource limits land in the cgroups; a pool sandbox is re-limited when claimed', async () => {
-    await until(async () => (await api.list()).status === 200 && fs.readdirSync(path.join(sbx.stateDir, 'sandboxes')).length >= 1, { what: 'the pool' });
+    await until(() => poolReady(sbx.stateDir) >= 1, { what: 'the pool' });
     const c = await api.create({ resourceLimits: { cpu: '500m', memory: '256Mi', pids: '64' } });
     assert.equal(c.status, 202);
     const id = c.json.id;
@@ -312,12 +313,12 @@ describe('sandboxd service', () => {
   });
 
   test('the pool is refilled and its members are never listed', async () => {
-    await until(() => fs.readdirSync(path.join(sbx.stateDir, 'sandboxes')).length >= 1, { what: 'the pool' });
+    await until(() => poolReady(sbx.stateDir) >= 1, { what: 'the pool' });
     assert.equal((await api.list()).json.items.length, 0);
     const c = await api.create({ extensions: { poolRef: 'default' }, image: undefined, entrypoint: undefined });
     assert.equal(c.status, 202, c.text);
     assert.equal(c.headers.get('x-sandbox-pool'), 'warm');
-    await until(() => fs.readdirSync(path.join(sbx.stateDir, 'sandboxes')).length >= 2, { what: 'a refill' });
+    await until(() => poolReady(sbx.stateDir) >= 1, { what: 'a refill' });
     assert.equal((await api.list()).json.items.length, 1);
     await api.del(c.json.id);
   });
@@ -372,7 +373,7 @@ describe('sandboxd restart safety', () => {
       assert.equal((await s1.api.exec(c.json.id, `echo keep-${i} > /workspace/note`)).exitCode, 0);
     }
     assert.equal((await s1.api.call('POST', `/v1/sandboxes/${ids[2]}/pause`)).status, 202);
-    await until(() => fs.readdirSync(path.join(stateDir, 'sandboxes')).length >= 4, { what: 'the pool member' });
+    await until(() => poolReady(stateDir) >= 1, { what: 'the pool member' });
     const poolId = fs.readdirSync(path.join(stateDir, 'sandboxes')).find((d) => !ids.includes(d));
     const poolPid = initPid(stateDir, poolId);
     await s1.kill9();

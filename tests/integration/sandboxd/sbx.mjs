@@ -171,6 +171,22 @@ export function record(stateDir, id) {
   return fs.existsSync(p) ? JSON.parse(fs.readFileSync(p, 'utf8')) : null;
 }
 
+// Pool members that are started and ready to hand out.
+export function poolReady(stateDir) {
+  const dir = path.join(stateDir, 'sandboxes');
+  let n = 0;
+  for (const id of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
+    let r = null;
+    try {
+      r = record(stateDir, id);
+    } catch {
+      /* being replaced */
+    }
+    if (r && r.pool && r.runtime) n++;
+  }
+  return n;
+}
+
 export function initPid(stateDir, id) {
   const r = record(stateDir, id);
   return r && r.runtime ? r.runtime.pid : null;
