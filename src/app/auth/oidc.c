@@ -14,6 +14,7 @@
 #include "app/auth/local.h"
 #include "app/auth/secret.h"
 #include "app/auth/tokens.h"
+#include "app/ratelimit.h"
 #include "app/users.h"
 #include "app/weburl.h"
 #include "lib/httpc.h"
@@ -23,11 +24,13 @@
 #include "lib/query.h"
 #include "lib/tktime.h"
 
-#define CACHE_TTL_MS     (3600 * 1000)
-#define KID_REFETCH_MS   (10 * 1000)
-#define FETCH_TIMEOUT_MS 10000
-#define DOC_MAX          (64 * 1024)
-#define RETURN_TO_MAX    512
+#define CACHE_TTL_MS          (3600 * 1000)
+#define KID_REFETCH_MS        (10 * 1000)
+#define FETCH_TIMEOUT_MS      10000
+#define DOC_MAX               (64 * 1024)
+#define RETURN_TO_MAX         512
+#define OIDC_STARTS_MAX       120 /* sign-ins started per client address per window */
+#define OIDC_STARTS_WINDOW_MS (15 * 60 * 1000)
 
 /* ---------- discovery and keys (cached, shared by all threads) ---------- */
 
@@ -325,6 +328,24 @@ static void h_start(tk_req *r, void *ud)
     PGconn *c = app_db_acquire();
     if (!c) {
         app_respond_db_unavailable(r);
+        return;
+    }
+    /* each start stores a row: an address may start at most OIDC_STARTS_MAX per window */
+    char key[128];
+    snprintf(key, sizeof key, "oidc:ip:%s", tk_req_client_ip(r));
+    int64_t retry = 0;
+    tk_status lim = app_ratelimit_take_key(c, key, OIDC_STARTS_MAX, OIDC_STARTS_WINDOW_MS, &retry);
+    if (lim != TK_OK) {
+        app_db_release(c);
+        if (lim == TK_EDENIED) {
+            char v[24];
+            snprintf(v, sizeof v, "%lld", (long long)((retry + 999) / 1000));
+            tk_respond_header(r, "Retry-After", v);
+            tk_respond_error(r, 429, "TOO_MANY_ATTEMPTS",
+                             "too many sign-ins started from this address; try again in %s s", v);
+        } else {
+            app_respond_db_unavailable(r);
+        }
         return;
     }
     tk_pg_exec(c, "DELETE FROM oidc_flows WHERE expires_at < now()", 0, NULL);

@@ -209,6 +209,17 @@ describe('OpenID Connect', () => {
     await bad.stop();
   });
 
+  test('one address may start at most 120 sign-ins per 15 minutes', async () => {
+    pg.query(`DELETE FROM rate_events WHERE key LIKE 'oidc:ip:%'`);
+    for (let i = 0; i < 120; i++) assert.equal((await api(rs.url, '/api/auth/oidc/start')).status, 302, `start ${i + 1}`);
+    const r = await api(rs.url, '/api/auth/oidc/start');
+    assert.equal(r.status, 429);
+    assert.equal(r.json.code, 'TOO_MANY_ATTEMPTS');
+    assert.ok(Number(r.headers.get('retry-after')) >= 1);
+    pg.query(`DELETE FROM rate_events WHERE key LIKE 'oidc:ip:%'`);
+    assert.equal((await api(rs.url, '/api/auth/oidc/start')).status, 302);
+  });
+
   test('key rotation: a token signed with a new kid makes tusko refetch the JWKS', async () => {
     // rs has the old keys cached; the provider restarts on the same port with new ones
     const port = op.port;
