@@ -17,6 +17,10 @@ run=(postgresql-15 debootstrap debian-archive-keyring iproute2 util-linux ca-cer
   poppler-utils) # poppler-utils: pdftotext, run contained for Utopia's PDF uploads
 # Test: Node.js for the harness (skipped when a node is already installed), the
 # comparison runtimes for benchmarks.
+# tusko-sandboxd: nothing beyond build and run (libseccomp, libcap, debootstrap for
+# its image); bubblewrap is bench/acquire's comparison row, and the same bench
+# installs docker.io itself for its `docker run` row (not every machine can run
+# dockerd, and the tests do not need it).
 test=(bubblewrap)
 # tusko-execd's tests run execd on the host: its code contexts need the Jupyter
 # kernel and the libraries the sandbox image has (images/sandbox/).
