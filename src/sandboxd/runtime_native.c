@@ -80,6 +80,8 @@ static native_rt *RT(sbx_runtime *rt)
     return rt->impl;
 }
 
+static int native_alive(sbx_runtime *rt, sbx_instance *in);
+
 /* Field 22 of /proc/<pid>/stat: the start time in clock ticks since boot. */
 static unsigned long long proc_starttime(pid_t pid)
 {
@@ -389,8 +391,15 @@ static tk_status native_claim(sbx_runtime *rt, sbx_instance *in, const sbx_spec 
     } else if (send(in->sync_fd, b.data, b.len, MSG_NOSIGNAL) != (ssize_t)b.len) {
         snprintf(err, errlen, "claim: send: %s", strerror(errno));
         st = TK_ERROR;
-    } else {
+    } else if (spec->env && spec->env[0]) {
+        /* a new environment means a new execd: no request may reach the old one */
         st = wait_reply(in, 5000, "claim", err, errlen);
+    } else {
+        /* execd stays as it is; the init starts the entrypoint on its own time
+         * (its answer is left unread) */
+        st = native_alive(rt, in) ? TK_OK : TK_ERROR;
+        if (st != TK_OK)
+            snprintf(err, errlen, "claim: the pooled sandbox has exited");
     }
     tk_buf_free(&b);
     tk_debug("native", "msg=\"claimed\" id=%s limits_ms=%.3f init_ms=%.3f", in->id,
