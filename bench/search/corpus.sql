@@ -8,7 +8,8 @@ SET client_min_messages = warning;
 BEGIN;
 -- bulk load without the indexes, then build them once
 DROP INDEX IF EXISTS utopia_chunks_tsv;
-DROP INDEX IF EXISTS utopia_terms_trgm;
+DROP INDEX IF EXISTS utopia_terms_prefix;
+DROP INDEX IF EXISTS utopia_terms_suffix;
 CREATE TEMP TABLE syl AS SELECT array['ka','lo','mi','ren','tor','va','sel','dun','pha','gri','mo','len','sta','qui','bre','zo','tan','fel','ori','umb','che','ast','ple','vin','dor','kes','mar','nul','pes','rig','sut','wel'] AS s;
 CREATE TEMP TABLE vocab AS
   SELECT i, s[1 + i % 32] || s[1 + (i / 32) % 32] || CASE WHEN i >= 1024 THEN s[1 + (i / 1024) % 32] ELSE '' END AS w
@@ -43,6 +44,7 @@ SELECT :'uid', t, count(*) FROM utopia_chunks c, unnest(tsvector_to_array(to_tsv
 WHERE c.user_id = :'uid' AND length(t) BETWEEN 3 AND 40 GROUP BY t
 ON CONFLICT (user_id, term) DO UPDATE SET ndocs = utopia_terms.ndocs + EXCLUDED.ndocs;
 CREATE INDEX utopia_chunks_tsv ON utopia_chunks USING gin (tsv);
-CREATE INDEX utopia_terms_trgm ON utopia_terms USING gin (user_id, term gin_trgm_ops);
+CREATE INDEX utopia_terms_prefix ON utopia_terms (user_id, term text_pattern_ops);
+CREATE INDEX utopia_terms_suffix ON utopia_terms (user_id, reverse(term) text_pattern_ops);
 COMMIT;
 ANALYZE utopia_chunks; ANALYZE utopia_terms;

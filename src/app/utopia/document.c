@@ -41,7 +41,7 @@ void utopia_config_defaults(utopia_config *c)
     c->extract_timeout_ms = 30000;
     c->extract_memory_mb = 512;
     c->pdftotext = "/usr/bin/pdftotext";
-    c->candidates = 400;
+    c->candidates = 200;
     c->memory_budget = 600;
 }
 

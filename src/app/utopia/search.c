@@ -23,37 +23,43 @@
 #include "lib/json.h"
 #include "lib/pg.h"
 
+/* 1. the query's words, each with its chunk count (NULL: not in the vocabulary) */
+static const char SQL_WORDS[] =
+    "WITH w AS (SELECT DISTINCT x AS w FROM unnest(tsvector_to_array(to_tsvector('simple', $3))) x "
+    "  WHERE length(x) BETWEEN 2 AND 40 LIMIT 24) "
+    "SELECT json_build_object('total', (SELECT greatest(coalesce(sum(nchunks), 0), 1) FROM "
+    "  utopia_documents WHERE user_id = $1), 'words', coalesce(json_agg(json_build_object('w', "
+    "w.w, "
+    "  'n', t.ndocs, 'stop', numnode(plainto_tsquery($2::regconfig, w.w)) = 0)), '[]')) "
+    "FROM w LEFT JOIN utopia_terms t ON t.user_id = $1 AND t.term = w.w";
+
+/* 2. typo candidates of a word missing from the vocabulary: words sharing its
+ * first or last letters (btree ranges, each capped at 1,500 words, so a crowded
+ * range costs a few milliseconds), of about its length, by trigram similarity */
+static const char SQL_FUZZY[] =
+    "SELECT coalesce(json_agg(json_build_object('w', term, 'n', ndocs) ORDER BY sim DESC, ndocs "
+    "DESC), '[]') FROM (SELECT term, ndocs, similarity(term, $2) AS sim FROM ((SELECT term, ndocs "
+    "FROM utopia_terms WHERE user_id = $1 AND term LIKE $3 AND length(term) BETWEEN length($2) - 2 "
+    "AND length($2) + 2 LIMIT 1500) UNION (SELECT term, ndocs FROM utopia_terms WHERE user_id = $1 "
+    "AND reverse(term) LIKE $4 AND length(term) BETWEEN length($2) - 2 AND length($2) + 2 LIMIT "
+    "1500)) x WHERE term <> $2 ORDER BY 3 DESC, 2 DESC LIMIT 4) y WHERE sim >= 0.3";
+
+/* 3. the lenient query as a tsquery constant, so that 4 is planned knowing it */
+static const char SQL_LENIENT[] =
+    "SELECT coalesce(to_tsquery($1::regconfig, string_agg('''' || replace(replace(t, '\\', "
+    "'\\\\'), '''', '''''') || '''', ' | ')), ''::tsquery)::text FROM unnest($2::text[]) t";
+
+/* 4. both rankings over capped candidate sets, fused */
 static const char SQL_CHUNKS[] =
-    "WITH p AS (SELECT $1::uuid AS uid, $2::regconfig AS cfg, $3::text AS qt, $4::uuid AS chat, "
-    "  $5::int AS cand), "
-    "n AS (SELECT greatest(coalesce(sum(nchunks), 0), 1) AS total FROM utopia_documents "
-    "  WHERE user_id = (SELECT uid FROM p)), "
-    "q AS (SELECT websearch_to_tsquery(p.cfg, p.qt) AS tq FROM p), "
-    "w AS (SELECT DISTINCT x AS w FROM p, unnest(tsvector_to_array(to_tsvector('simple', p.qt))) x "
-    "  WHERE length(x) BETWEEN 2 AND 40 LIMIT 24), "
-    "wt AS (SELECT w.w, t.ndocs FROM w LEFT JOIN utopia_terms t ON t.user_id = (SELECT uid FROM p) "
-    "  AND t.term = w.w), "
-    "fz AS (SELECT f.term, f.ndocs, f.sim FROM wt CROSS JOIN LATERAL (SELECT term, ndocs, "
-    "  similarity(term, wt.w) AS sim FROM utopia_terms WHERE wt.ndocs IS NULL AND length(wt.w) >= "
-    "4 "
-    "  AND user_id = (SELECT uid FROM p) AND term % wt.w ORDER BY 3 DESC, 2 DESC LIMIT 4) f), "
-    "cands AS (SELECT w AS term, ndocs, 1.0::real AS sim FROM wt WHERE ndocs IS NOT NULL "
-    "  UNION ALL SELECT term, ndocs, sim FROM fz), "
-    "lt AS (SELECT term FROM (SELECT term, ndocs, row_number() OVER (ORDER BY ndocs, term) AS rn, "
-    "  count(*) FILTER (WHERE ndocs <= greatest(0.05 * n.total, 20)) OVER () AS nsel "
-    "  FROM cands, p, n WHERE numnode(plainto_tsquery(p.cfg, term)) > 0) s, n "
-    "  WHERE rn <= 12 AND (ndocs <= greatest(0.05 * n.total, 20) OR (nsel = 0 AND rn <= 2))), "
-    "lq AS (SELECT coalesce(to_tsquery((SELECT cfg FROM p), string_agg('''' || "
-    "  replace(replace(term, '\\', '\\\\'), '''', '''''') || '''', ' | ')), ''::tsquery) AS tq "
-    "FROM lt), "
-    "fts AS (SELECT c.id, ts_rank_cd(c.tsv, q.tq) AS r FROM (SELECT id, tsv FROM utopia_chunks, q, "
-    "p "
-    "  WHERE user_id = p.uid AND (p.chat IS NULL OR chat_id = p.chat) AND tsv @@ q.tq "
-    "  LIMIT (SELECT cand FROM p)) c, q ORDER BY 2 DESC, 1 LIMIT 100), "
-    "len AS (SELECT c.id, ts_rank_cd(c.tsv, lq.tq) AS r FROM (SELECT id, tsv FROM utopia_chunks, "
-    "lq, p "
-    "  WHERE user_id = p.uid AND (p.chat IS NULL OR chat_id = p.chat) AND tsv @@ lq.tq "
-    "  LIMIT (SELECT cand FROM p)) c, lq ORDER BY 2 DESC, 1 LIMIT 100), "
+    "WITH q AS (SELECT websearch_to_tsquery($2::regconfig, $3) AS tq, $7::tsquery AS lq), "
+    "fts AS (SELECT c.id, ts_rank_cd(c.tsv, websearch_to_tsquery($2::regconfig, $3)) AS r FROM "
+    "  (SELECT id, tsv FROM utopia_chunks WHERE user_id = $1 AND ($4::uuid IS NULL OR chat_id = "
+    "$4) "
+    "  AND tsv @@ websearch_to_tsquery($2::regconfig, $3) LIMIT $5) c ORDER BY 2 DESC, 1 LIMIT "
+    "100), "
+    "len AS (SELECT c.id, ts_rank_cd(c.tsv, $7::tsquery) AS r FROM (SELECT id, tsv FROM "
+    "  utopia_chunks WHERE user_id = $1 AND ($4::uuid IS NULL OR chat_id = $4) AND tsv @@ "
+    "  $7::tsquery LIMIT $5) c ORDER BY 2 DESC, 1 LIMIT 100), "
     "rk AS (SELECT id, row_number() OVER (ORDER BY r DESC, id) AS exact, NULL::bigint AS lenient "
     "FROM fts "
     "  UNION ALL SELECT id, NULL, row_number() OVER (ORDER BY r DESC, id) FROM len), "
@@ -65,12 +71,154 @@ static const char SQL_CHUNKS[] =
     "  'document_id', c.document_id, 'title', d.title, 'position', c.position, 'heading', "
     "c.heading, "
     "  'chat_id', c.chat_id, 'ranks', json_strip_nulls(json_build_object('exact', f.exact, "
-    "  'lenient', f.lenient)), 'snippet', ts_headline((SELECT cfg FROM p), c.body, "
-    "  (SELECT tq FROM q) || (SELECT tq FROM lq), 'StartSel=**, StopSel=**, MaxWords=40, "
-    "MinWords=15, "
+    "  'lenient', f.lenient)), 'snippet', ts_headline($2::regconfig, c.body, "
+    "  (SELECT tq || lq FROM q), 'StartSel=**, StopSel=**, MaxWords=40, MinWords=15, "
     "  MaxFragments=2, FragmentDelimiter=\" … \"')) ORDER BY f.score DESC, f.id), '[]'::json) "
     "FROM fused f JOIN utopia_chunks c ON c.id = f.id JOIN utopia_documents d ON d.id = "
     "c.document_id";
+
+/* LIKE pattern of s's first n characters, or of its last n reversed */
+static void like_prefix(const char *s, size_t n, int reverse_it, char *out, size_t outlen)
+{
+    size_t len = strlen(s);
+    char tmp[200];
+    if (len >= sizeof tmp)
+        len = sizeof tmp - 1;
+    if (reverse_it) {
+        /* reverse by characters, as Postgres' reverse() does */
+        size_t k = 0;
+        for (size_t i = len; i > 0;) {
+            size_t j = i - 1;
+            while (j > 0 && ((unsigned char)s[j] & 0xC0) == 0x80)
+                j--;
+            memcpy(tmp + k, s + j, i - j);
+            k += i - j;
+            i = j;
+        }
+        tmp[k] = 0;
+    } else {
+        memcpy(tmp, s, len);
+        tmp[len] = 0;
+    }
+    size_t o = 0, chars = 0;
+    for (size_t i = 0; tmp[i] && o + 3 < outlen; i++) {
+        if (((unsigned char)tmp[i] & 0xC0) != 0x80) {
+            if (chars == n)
+                break;
+            chars++;
+        }
+        if (tmp[i] == '%' || tmp[i] == '_' || tmp[i] == '\\')
+            out[o++] = '\\';
+        out[o++] = tmp[i];
+    }
+    out[o++] = '%';
+    out[o] = 0;
+}
+
+typedef struct {
+    const char *w;
+    int64_t n;
+} term_df;
+
+static int by_df(const void *a, const void *b)
+{
+    const term_df *x = a, *y = b;
+    return x->n < y->n ? -1 : x->n > y->n ? 1 : strcmp(x->w, y->w);
+}
+
+/* Stages 1–3: the lenient tsquery (as text) for the query. */
+static tk_status lenient_query(const utopia *u, PGconn *c, const char *user_id, const char *q,
+                               char **tsq, char *err, size_t errlen)
+{
+    *tsq = NULL;
+    const char *p1[] = {user_id, u->cfg.fts_config, q};
+    json_t *wj = utopia_db_json(c, SQL_WORDS, 3, p1, NULL, err, errlen);
+    if (!wj)
+        return TK_ERROR;
+    int64_t total = tk_json_int_or(wj, "total", 1);
+    json_t *words = json_object_get(wj, "words");
+    json_t *fuzzy = json_array(); /* keeps the candidates' strings alive */
+    term_df cand[24 * 5];
+    size_t nc = 0;
+    tk_status st = TK_OK;
+    size_t i;
+    json_t *w;
+    int fuzzy_lookups = 0;
+    json_array_foreach(words, i, w)
+    {
+        const char *word = tk_json_str(w, "w");
+        if (!word || json_is_true(json_object_get(w, "stop")))
+            continue;
+        json_t *n = json_object_get(w, "n");
+        if (json_is_integer(n)) {
+            cand[nc++] = (term_df){word, json_integer_value(n)};
+            continue;
+        }
+        size_t wl = strlen(word);
+        if (wl < 4 || fuzzy_lookups >= 6)
+            continue;
+        fuzzy_lookups++;
+        size_t keep = wl >= 8 ? 4 : 3;
+        char pre[128], suf[128];
+        like_prefix(word, keep, 0, pre, sizeof pre);
+        like_prefix(word, keep, 1, suf, sizeof suf);
+        const char *p2[] = {user_id, word, pre, suf};
+        json_t *fz = utopia_db_json(c, SQL_FUZZY, 4, p2, NULL, err, errlen);
+        if (!fz) {
+            st = TK_ERROR;
+            goto out;
+        }
+        size_t j;
+        json_t *f;
+        json_array_foreach(fz, j, f)
+        {
+            if (nc < TK_ARRAY_LEN(cand) && tk_json_str(f, "w"))
+                cand[nc++] = (term_df){tk_json_str(f, "w"), tk_json_int_or(f, "n", 1)};
+        }
+        json_array_append_new(fuzzy, fz);
+    }
+    /* the rarer words: those in at most 5% of the chunks, else (when a word
+     * was corrected) the two rarest */
+    qsort(cand, nc, sizeof *cand, by_df);
+    int64_t thr = total / 20 > 20 ? total / 20 : 20;
+    size_t nsel = 0;
+    for (i = 0; i < nc; i++)
+        nsel += cand[i].n <= thr;
+    tk_buf lit; /* a text[] literal */
+    tk_buf_init(&lit, 1 << 16);
+    tk_buf_append_byte(&lit, '{');
+    int first = 1;
+    /* only common words and no typos: the exact ranking already says it all */
+    for (i = 0; i < nc && i < 12 && (nsel > 0 || fuzzy_lookups > 0); i++) {
+        if (!(cand[i].n <= thr || (nsel == 0 && i < 2)))
+            continue;
+        if (!first)
+            tk_buf_append_byte(&lit, ',');
+        first = 0;
+        tk_buf_append_byte(&lit, '"');
+        for (const char *s = cand[i].w; *s; s++) {
+            if (*s == '"' || *s == '\\')
+                tk_buf_append_byte(&lit, '\\');
+            tk_buf_append_byte(&lit, *s);
+        }
+        tk_buf_append_byte(&lit, '"');
+    }
+    tk_buf_append_byte(&lit, '}');
+    const char *p3[] = {u->cfg.fts_config, tk_buf_cstr(&lit)};
+    PGresult *r = tk_pg_query(c, SQL_LENIENT, 2, p3);
+    if (!tk_pg_ok(r) || PQntuples(r) != 1) {
+        snprintf(err, errlen, "database error building the lenient query");
+        st = TK_ERROR;
+    } else {
+        *tsq = tk_strdup(PQgetvalue(r, 0, 0));
+    }
+    PQclear(r);
+    tk_buf_free(&lit);
+out:
+    json_decref(fuzzy);
+    json_decref(wj);
+    return st;
+}
 
 static const char SQL_MEMORIES[] =
     "WITH p AS (SELECT $1::uuid AS uid, $2::regconfig AS cfg, $3::text AS qt, $4::uuid AS chat), "
@@ -182,8 +330,12 @@ tk_status utopia_search(const utopia *u, PGconn *c, const char *user_id,
     json_t *all = json_array();
     tk_status st = TK_OK;
     if (kinds & UTOPIA_KIND_CHUNKS) {
-        const char *p[] = {user_id, u->cfg.fts_config, q, chat, cand, ks};
-        json_t *r = utopia_db_json(c, SQL_CHUNKS, 6, p, NULL, err, errlen);
+        char *lq = NULL;
+        if ((st = lenient_query(u, c, user_id, q, &lq, err, errlen)) != TK_OK)
+            goto out;
+        const char *p[] = {user_id, u->cfg.fts_config, q, chat, cand, ks, lq};
+        json_t *r = utopia_db_json(c, SQL_CHUNKS, 7, p, NULL, err, errlen);
+        free(lq);
         if (!r) {
             st = TK_ERROR;
             goto out;

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# bench/search — Utopia search: recall@1/@5 on a known-answer corpus (2,050
+# chunks through the real extract/chunk/index pipeline) and search latency
+# p50/p99 at 10k, 100k and 1M chunks (a corpus made in SQL by corpus.sql).
+#
+# The corpora live in a private Postgres cluster in var/bench/pg and are kept
+# between runs (the 1M one takes about 10 minutes to make on 2 cores).
+# BENCH_SEARCH_SIZES="10000 100000" limits the sizes; BENCH_SEARCH_N the
+# number of searches per size (default 400).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+bench/search/build.sh
+B=build/bench/search
+url=$(scripts/pg.sh start var/bench/pg)
+base=${url%/tusko}
+psql=(psql -X -q -v ON_ERROR_STOP=1)
+USER_ID=11111111-1111-4111-8111-111111111111
+export PGOPTIONS='-c client_min_messages=warning'
+
+echo "--- recall (known answers) ---"
+"${psql[@]}" "$url" -c "DROP DATABASE IF EXISTS utopia_recall" -c "CREATE DATABASE utopia_recall"
+"$B" recall "$base/utopia_recall" 2>/dev/null
+
+echo
+echo "--- latency (utopia_search, chunks, k=8; machine load: $(cut -d' ' -f1-3 /proc/loadavg)) ---"
+for n in ${BENCH_SEARCH_SIZES:-10000 100000 1000000}; do
+  db=utopia_bench_$n
+  if ! "${psql[@]}" "$base/$db" -tAc "SELECT 1 FROM utopia_chunks LIMIT 1" 2>/dev/null | grep -q 1; then
+    echo "(making the $n-chunk corpus)"
+    "${psql[@]}" "$url" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
+    "$B" migrate "$base/$db" 2>/dev/null
+    "${psql[@]}" "$base/$db" -v n="$n" -v uid="$USER_ID" -f bench/search/corpus.sql
+  else
+    "$B" migrate "$base/$db" 2>/dev/null
+  fi
+  "$B" latency "$base/$db" "$USER_ID" "${BENCH_SEARCH_N:-400}"
+done
+echo "target: p50 <= 20 ms at 1M chunks"
