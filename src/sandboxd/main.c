@@ -150,13 +150,6 @@ int main(int argc, char **argv)
         snprintf(state, sizeof state, "%s", opt_state);
     else
         snprintf(state, sizeof state, "%s/%s", cwd, opt_state);
-    if (strlen(state) > 56) {
-        fprintf(stderr,
-                "tusko-sandboxd: SANDBOXD_STATE_DIR \"%s\" is longer than 56 characters: the execd "
-                "sockets under it would not fit a unix socket path\n",
-                state);
-        return 2;
-    }
     if (opt_image[0] == '/')
         snprintf(image, sizeof image, "%s", opt_image);
     else

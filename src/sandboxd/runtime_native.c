@@ -17,6 +17,7 @@
  *             grace period), then 'A'; wait for 'R'
  * Any failure undoes what was done, in reverse.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -51,6 +52,9 @@
 
 typedef struct {
     char state_dir[PATH_MAX];
+    /* where execd sockets go when <state>/sandboxes/<id>/execd.sock would not fit
+     * a unix socket path: /run/tusko-sandboxd.<hash>/ (0700); "" otherwise */
+    char short_dir[64];
     sbx_image img;
     char execd_path[PATH_MAX];
     sbx_cgroups *cg;
@@ -241,10 +245,12 @@ static tk_status native_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
     }
     /* socket */
     struct sockaddr_un sun = {.sun_family = AF_UNIX};
-    if ((size_t)snprintf(in->sock, sizeof in->sock, "%s/execd.sock", in->dir) >= sizeof in->sock ||
-        strlen(in->sock) >= sizeof sun.sun_path) {
-        snprintf(err, errlen, "socket: the path %s/execd.sock is too long for a unix socket",
-                 in->dir);
+    if (r->short_dir[0])
+        snprintf(in->sock, sizeof in->sock, "%s/%s.sock", r->short_dir, spec->id);
+    else
+        snprintf(in->sock, sizeof in->sock, "%s/execd.sock", in->dir);
+    if (strlen(in->sock) >= sizeof sun.sun_path - 1) {
+        snprintf(err, errlen, "socket: the path %s is too long for a unix socket", in->sock);
         in->sock[0] = '\0';
         goto fail;
     }
@@ -469,7 +475,8 @@ static const char *native_execd_socket(sbx_instance *in)
 static json_t *native_save(sbx_instance *in)
 {
     return tk_json_obj("pid", json_integer(in->pid), "starttime",
-                       json_integer((json_int_t)in->starttime), NULL);
+                       json_integer((json_int_t)in->starttime), "socket", json_string(in->sock),
+                       NULL);
 }
 
 static tk_status native_attach(sbx_runtime *rt, const char *id, const json_t *saved, int paused,
@@ -497,7 +504,11 @@ static tk_status native_attach(sbx_runtime *rt, const char *id, const json_t *sa
     in->pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
     snprintf(in->id, sizeof in->id, "%s", id);
     snprintf(in->dir, sizeof in->dir, "%s/sandboxes/%s", r->state_dir, id);
-    snprintf(in->sock, sizeof in->sock, "%s/execd.sock", in->dir);
+    const char *saved_sock = tk_json_str(saved, "socket");
+    if (saved_sock && strlen(saved_sock) < sizeof in->sock)
+        snprintf(in->sock, sizeof in->sock, "%s", saved_sock);
+    else
+        snprintf(in->sock, sizeof in->sock, "%s/execd.sock", in->dir);
     struct stat sb;
     if (stat(in->sock, &sb) != 0 || !S_ISSOCK(sb.st_mode)) {
         snprintf(err, errlen, "attach: %s is gone", in->sock);
@@ -534,6 +545,26 @@ static void native_sweep(sbx_runtime *rt, const char *const *keep, size_t n)
                      names[i], err);
     }
     sbx_cg_list_free(names, count);
+    if (r->short_dir[0]) {
+        DIR *d = opendir(r->short_dir);
+        struct dirent *de;
+        while (d && (de = readdir(d)) != NULL) {
+            char id[SBX_ID_MAX];
+            size_t l = strlen(de->d_name);
+            if (l < 6 || l - 5 >= sizeof id || strcmp(de->d_name + l - 5, ".sock") != 0)
+                continue;
+            memcpy(id, de->d_name, l - 5);
+            id[l - 5] = '\0';
+            int kept = 0;
+            for (size_t j = 0; j < n; j++)
+                if (strcmp(id, keep[j]) == 0)
+                    kept = 1;
+            if (!kept)
+                unlinkat(dirfd(d), de->d_name, 0);
+        }
+        if (d)
+            closedir(d);
+    }
 }
 
 static const char *native_describe(sbx_runtime *rt)
@@ -546,6 +577,8 @@ static void native_free(sbx_runtime *rt)
     if (!rt)
         return;
     native_rt *r = RT(rt);
+    if (r->short_dir[0])
+        rmdir(r->short_dir); /* only when no sandbox is left */
     sbx_cg_close(r->cg);
     sbx_seccomp_free(&r->filter);
     free(r);
@@ -627,6 +660,18 @@ sbx_runtime *sbx_runtime_native_open(const sbx_runtime_config *cfg, char *err, s
     r->cg = sbx_cg_open(group, NULL, err, errlen);
     if (!r->cg)
         goto fail;
+    /* <state>/sandboxes/<36-char id>/execd.sock must fit sun_path (107 bytes) */
+    if (strlen(r->state_dir) + 58 > 107) {
+        snprintf(r->short_dir, sizeof r->short_dir, "/run/tusko-sandboxd.%08llx",
+                 fnv1a(r->state_dir) & 0xffffffffULL);
+        if (mkdir(r->short_dir, 0700) < 0 && errno != EEXIST) {
+            snprintf(err, errlen,
+                     "mkdir %s (for execd sockets: the state dir's path is too long for them): %s",
+                     r->short_dir, strerror(errno));
+            goto fail;
+        }
+        chmod(r->short_dir, 0700);
+    }
     const char *u = cfg->userns ? cfg->userns : "auto";
     if (strcmp(u, "off") == 0) {
         r->userns = 0;
@@ -651,9 +696,9 @@ sbx_runtime *sbx_runtime_native_open(const sbx_runtime_config *cfg, char *err, s
     snprintf(r->tmp_opts, sizeof r->tmp_opts, "size=%lld,mode=1777", (long long)cfg->tmp_bytes);
     snprintf(r->desc, sizeof r->desc,
              "native namespaces=mnt,pid,net,ipc,uts,cgroup%s cgroups=\"%s\" group=%s seccomp=%u "
-             "image=%s execd=%s",
+             "image=%s execd=%s%s%s",
              r->userns ? ",user" : "", sbx_cg_describe(r->cg), group, (unsigned)r->filter.len,
-             r->img.rootfs, r->execd_path);
+             r->img.rootfs, r->execd_path, r->short_dir[0] ? " sockets=" : "", r->short_dir);
     sbx_runtime *rt = tk_calloc(1, sizeof *rt);
     rt->ops = &native_ops;
     rt->impl = r;

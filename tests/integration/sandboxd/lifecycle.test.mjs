@@ -361,6 +361,26 @@ describe('sandboxd cold start, expiry and idle reaping', () => {
   });
 });
 
+describe('sandboxd with a long state directory', () => {
+  test('execd sockets move to /run when their path would not fit a unix socket', async () => {
+    const base = tmpdir('sbxd-');
+    const stateDir = path.join(base, 'a-state-directory-whose-path-is-long');
+    assert.ok(stateDir.length > 49);
+    const s = await startSandboxd({ stateDir });
+    const c = await s.api.create();
+    assert.equal(c.status, 202, c.text);
+    const sock = record(stateDir, c.json.id).runtime.socket;
+    assert.match(sock, /^\/run\/tusko-sandboxd\.[0-9a-f]{8}\/.*\.sock$/);
+    assert.equal(fs.statSync(path.dirname(sock)).mode & 0o777, 0o700);
+    assert.equal((await s.api.exec(c.json.id, 'echo ok')).stdout, 'ok');
+    assert.equal((await s.api.del(c.json.id)).status, 204);
+    assert.equal(fs.existsSync(sock), false);
+    await s.stop();
+    assert.equal(fs.existsSync(path.dirname(sock)), false);
+    fs.rmSync(base, { recursive: true, force: true });
+  });
+});
+
 describe('sandboxd restart safety', () => {
   test('after kill -9 the running sandboxes are found and usable; half-made ones are cleaned', async () => {
     const stateDir = tmpdir('sbxd-');
