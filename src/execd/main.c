@@ -12,6 +12,8 @@
 #include "execd/cmd.h"
 #include "execd/code.h"
 #include "execd/execd.h"
+#include "execd/files.h"
+#include "execd/metrics.h"
 #include "execd/proc.h"
 #include "execd/session.h"
 #include "lib/httpd.h"
@@ -123,6 +125,7 @@ int main(int argc, char **argv)
         return 2;
     }
     execd_proc_init();
+    execd_metrics_init();
 
     tk_route routes[] = {
         {"GET", "/healthz", tk_prog_healthz, (void *)&prog, TK_ROUTE_PUBLIC | TK_ROUTE_QUIET},
@@ -141,6 +144,20 @@ int main(int argc, char **argv)
         {"DELETE", "/code/contexts/{context_id}", execd_code_delete, NULL, TK_ROUTE_BLOCKING},
         {"POST", "/code", execd_code_run, NULL, TK_ROUTE_BLOCKING},
         {"DELETE", "/code", interrupt_any, NULL, 0},
+        {"GET", "/files/info", execd_files_info, NULL, TK_ROUTE_BLOCKING},
+        {"DELETE", "/files", execd_files_delete, NULL, TK_ROUTE_BLOCKING},
+        {"POST", "/files/permissions", execd_files_permissions, NULL, TK_ROUTE_BLOCKING},
+        {"POST", "/files/mv", execd_files_mv, NULL, TK_ROUTE_BLOCKING},
+        {"GET", "/files/search", execd_files_search, NULL, TK_ROUTE_BLOCKING},
+        {"POST", "/files/replace", execd_files_replace, NULL, TK_ROUTE_BLOCKING},
+        {"GET", "/files/download", execd_files_download, NULL, TK_ROUTE_BLOCKING},
+        {"POST", "/files/upload", execd_upload_done, NULL, 0, (size_t)execd_cfg.max_upload,
+         execd_upload_body},
+        {"GET", "/directories/list", execd_dirs_list, NULL, TK_ROUTE_BLOCKING},
+        {"POST", "/directories", execd_dirs_make, NULL, TK_ROUTE_BLOCKING},
+        {"DELETE", "/directories", execd_dirs_remove, NULL, TK_ROUTE_BLOCKING},
+        {"GET", "/metrics", execd_metrics_get, NULL, TK_ROUTE_BLOCKING | TK_ROUTE_QUIET},
+        {"GET", "/metrics/watch", execd_metrics_watch, NULL, 0},
     };
     tk_httpd_config hc = {
         .listen = opt_listen,
@@ -161,6 +178,7 @@ int main(int argc, char **argv)
     execd_cmd_shutdown(5000);
     execd_session_shutdown(5000);
     execd_code_shutdown();
+    execd_metrics_shutdown();
     tk_httpd_stop(h);
     tk_ws_close(&execd_cfg.ws);
     tk_config_free(settings, TK_ARRAY_LEN(settings));

@@ -913,7 +913,9 @@ static void route_request(tk_req *r)
     }
     if (tk_query_parse(r->arena, r->qs, strlen(r->qs), TK_QUERY_MAX_ITEMS, &r->query,
                        &r->nquery) != TK_OK) {
-        tk_respond_error(r, 400, "INVALID_QUERY", "the query string is malformed");
+        tk_respond_error(r, 400, "INVALID_QUERY",
+                         "the query string is malformed (a bad percent-escape, or an encoded "
+                         "NUL byte, which is never accepted)");
         return;
     }
     int method_mismatch = 0;

@@ -184,6 +184,8 @@ tk_status tk_ws_rel(const tk_ws *ws, const char *path, size_t len, char *rel, si
     if (o + 1 > rellen)
         DENY("the path is too long");
     rel[o] = '\0';
+    if (rel[0] == '~') /* "a/../~x" is as ambiguous as "~x" */
+        DENY("the path starts with '~' (home directories are never expanded in paths)");
     return TK_OK;
 }
 

@@ -108,6 +108,7 @@ TEST(rel_refuses_with_the_rule_named)
         {"/", 1, "outside the workspace"},
         {"~", 1, "'~'"},
         {"~root/x", 7, "'~'"},
+        {"a/../~x", 7, "'~'"},
         {"$HOME/x", 7, "'$'"},
         {"a/${X}", 6, "'$'"},
         {"%2e%2e/x", 8, "percent-escape"},
