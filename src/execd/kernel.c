@@ -521,10 +521,13 @@ static void *kernel_main(void *arg)
                 x->next_ping = now + PING_MS;
             }
             if (x->got_idle && x->got_reply) {
-                kexec_end(k, x, NULL);
+                /* Free the slot before the last event goes out: a client that
+                 * sends its next request the moment this one ends must not find
+                 * the context busy. */
                 pthread_mutex_lock(&k->lock);
                 k->cur = NULL;
                 pthread_mutex_unlock(&k->lock);
+                kexec_end(k, x, NULL);
                 kexec_free(x);
                 continue;
             }

@@ -462,10 +462,11 @@ static void *sess_main(void *arg)
         }
         if (r && r->started && r->got_status &&
             ((r->got_out && r->got_err) || now >= r->status_at + INBAND_GRACE_MS)) {
-            run_end(s, r, -1);
+            /* the slot is free before the last event goes out (see kernel.c) */
             pthread_mutex_lock(&s_lock);
             s->cur = NULL;
             pthread_mutex_unlock(&s_lock);
+            run_end(s, r, -1);
             run_free(r);
             continue;
         }
@@ -570,13 +571,13 @@ static void *sess_main(void *arg)
             if (s->st_r >= 0)
                 drain_fd(s, &s->st_r, 2);
             if (r && r->started) {
+                pthread_mutex_lock(&s_lock);
+                s->cur = NULL;
+                pthread_mutex_unlock(&s_lock);
                 if (r->got_status && !r->killed)
                     run_end(s, r, -1);
                 else
                     run_end(s, r, status);
-                pthread_mutex_lock(&s_lock);
-                s->cur = NULL;
-                pthread_mutex_unlock(&s_lock);
                 run_free(r);
             }
             shell_close(s);
