@@ -361,7 +361,32 @@ describe('sandboxd cold start, expiry and idle reaping', () => {
   });
 });
 
-describe('sandboxd with a long state directory', () => {
+describe('sandboxd variants', () => {
+  test('without a user namespace (SANDBOX_USERNS=off) the sandbox runs as an unprivileged host uid', async () => {
+    const s = await startSandboxd({ env: { SANDBOX_USERNS: 'off' } });
+    assert.doesNotMatch(s.log(), /namespaces=[a-z,]*user/);
+    const c = await s.api.create();
+    assert.equal(c.status, 202, c.text);
+    const r = await s.api.exec(c.json.id, "id -u; grep -E '^CapEff' /proc/self/status; mount -t tmpfs x /mnt 2>/dev/null; echo mount=$?; touch /etc/x 2>/dev/null; echo write=$?");
+    const [uid, cap, mount, write] = r.stdout.split('\n');
+    assert.equal(uid, '200001000');
+    assert.equal(cap, 'CapEff:\t0000000000000000');
+    assert.notEqual(mount, 'mount=0');
+    assert.equal(write, 'write=1');
+    assert.equal((await s.api.del(c.json.id)).status, 204);
+    await s.stop();
+  });
+
+  test('with a user namespace the sandbox user is uid 1000 inside and 200001000 outside', async () => {
+    const s = await startSandboxd();
+    assert.match(s.log(), /namespaces=[a-z,]*user/);
+    const c = await s.api.create();
+    const r = await s.api.exec(c.json.id, 'id -u; cat /proc/self/uid_map');
+    assert.match(r.stdout, /^1000\n\s*0\s+200000000\s+65536$/);
+    assert.equal((await s.api.del(c.json.id)).status, 204);
+    await s.stop();
+  });
+
   test('execd sockets move to /run when their path would not fit a unix socket', async () => {
     const base = tmpdir('sbxd-');
     const stateDir = path.join(base, 'a-state-directory-whose-path-is-long');
