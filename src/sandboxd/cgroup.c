@@ -296,6 +296,15 @@ tk_status sbx_cg_create(sbx_cgroups *cg, const char *name, const sbx_limits *l, 
     return sbx_cg_set_limits(cg, name, l, err, errlen);
 }
 
+int sbx_cg_open_dir(const sbx_cgroups *cg, const char *name)
+{
+    if (cg->version != 2)
+        return -1;
+    char d[512];
+    dir_of(cg, 0, name, d, sizeof d);
+    return open(d, O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
 tk_status sbx_cg_attach(sbx_cgroups *cg, const char *name, pid_t pid, char *err, size_t errlen)
 {
     char v[32];

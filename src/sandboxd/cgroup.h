@@ -37,6 +37,9 @@ tk_status sbx_cg_create(sbx_cgroups *cg, const char *name, const sbx_limits *l, 
                         size_t errlen);
 tk_status sbx_cg_set_limits(sbx_cgroups *cg, const char *name, const sbx_limits *l, char *err,
                             size_t errlen);
+/* v2: an O_PATH descriptor of the group's folder, for clone3(CLONE_INTO_CGROUP),
+ * which starts a child in it with no migration. -1 on v1 or on failure. */
+int sbx_cg_open_dir(const sbx_cgroups *cg, const char *name);
 /* Moves pid into the group (every hierarchy). */
 tk_status sbx_cg_attach(sbx_cgroups *cg, const char *name, pid_t pid, char *err, size_t errlen);
 /* Freezes (1) or thaws (0) and waits until the kernel says it is done (at most

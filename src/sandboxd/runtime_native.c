@@ -14,11 +14,14 @@
  *   maps      uid_map/gid_map: inside 0..65535 → host SBX_UID_BASE.. (user ns)
  *   go        the payload (env, entrypoint) to the child, which starts mounting
  *   attach    meanwhile the child into its cgroups (a v1 migration costs an RCU
- *             grace period), then 'A'; wait for 'R'
+ *             grace period), then 'A'; wait for 'R'. On cgroup v2 the child is
+ *             born in its group instead (clone3 with CLONE_INTO_CGROUP), falling
+ *             back to clone + attach when the kernel refuses.
  * Any failure undoes what was done, in reverse.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <linux/sched.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -312,7 +315,24 @@ static tk_status native_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
     int64_t t_prep = tk_mono_ns();
     unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
                           (r->userns ? CLONE_NEWUSER : 0) | SIGCHLD;
-    pid_t pid = (pid_t)syscall(SYS_clone, flags, 0, 0, 0, 0);
+    /* v2: born in its cgroup (clone3 + CLONE_INTO_CGROUP), no migration to pay */
+    pid_t pid = -1;
+    int born_in_cgroup = 0;
+    int cgfd = sbx_cg_open_dir(r->cg, in->id);
+    if (cgfd >= 0) {
+        struct clone_args ca;
+        memset(&ca, 0, sizeof ca);
+        ca.flags = (flags & ~(unsigned long)0xff) | CLONE_INTO_CGROUP;
+        ca.exit_signal = SIGCHLD;
+        ca.cgroup = (uint64_t)cgfd;
+        pid = (pid_t)syscall(SYS_clone3, &ca, sizeof ca);
+        if (pid == 0)
+            sbx_child_main(&cc);
+        close(cgfd);
+        born_in_cgroup = pid > 0;
+    }
+    if (pid < 0)
+        pid = (pid_t)syscall(SYS_clone, flags, 0, 0, 0, 0);
     if (pid == 0)
         sbx_child_main(&cc);
     if (pid < 0) {
@@ -342,7 +362,7 @@ static tk_status native_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
         goto fail;
     }
     /* attach */
-    if (sbx_cg_attach(r->cg, in->id, pid, err, errlen) != TK_OK)
+    if (!born_in_cgroup && sbx_cg_attach(r->cg, in->id, pid, err, errlen) != TK_OK)
         goto fail;
     if (send(in->sync_fd, "A", 1, MSG_NOSIGNAL) != 1) {
         snprintf(err, errlen, "attach: send: %s", strerror(errno));
