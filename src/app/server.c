@@ -10,6 +10,7 @@
 #include "app/auth/oidc.h"
 #include "app/me.h"
 #include "app/sessions.h"
+#include "app/utopia/routes.h"
 #include "lib/log.h"
 
 #define SECURITY_HEADERS                                                                           \
@@ -36,6 +37,7 @@ static const struct route_set sets[] = {
     {app_oidc_routes, &app_oidc_nroutes},         /* /api/auth/oidc/... (public) */
     {app_me_routes, &app_me_nroutes},             /* /api/me, /api/models */
     {app_sessions_routes, &app_sessions_nroutes}, /* /api/sessions... */
+    {utopia_routes, &utopia_nroutes},             /* /api/utopia/... */
 };
 
 static tk_route *table;

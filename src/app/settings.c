@@ -121,6 +121,9 @@ static tk_setting table[] = {
     {"OIDC_TOKEN_AUTH_METHOD", "oidc-token-auth-method", TK_SET_STR, NULL,
      "client_secret_basic or client_secret_post (unset: what the provider supports, basic first)",
      .out = &S.oidc_token_auth, .check = check_token_auth},
+
+    /* Utopia (docs/UTOPIA.md) */
+    UTOPIA_SETTINGS(S.utopia),
 };
 /* clang-format on */
 

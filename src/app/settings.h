@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "app/utopia/utopia.h"
 #include "lib/common.h"
 #include "lib/config.h"
 
@@ -61,6 +62,9 @@ typedef struct {
     char *oidc_scopes;        /* OIDC_SCOPES */
     int oidc_link_by_email;   /* OIDC_LINK_BY_EMAIL: a verified email may join an account */
     char *oidc_token_auth;    /* OIDC_TOKEN_AUTH_METHOD: client_secret_basic/_post, NULL: auto */
+
+    /* Utopia: documents, search, memory, the knowledge graph (UTOPIA_*, docs/UTOPIA.md) */
+    utopia_config utopia;
 } app_settings;
 
 /* The settings table (for tk_prog); loading it fills app_settings_values(). */

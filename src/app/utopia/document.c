@@ -155,10 +155,12 @@ tk_status utopia_doc_add(const utopia *u, PGconn *c, const char *user_id, const 
         st = TK_EINVAL;
         goto out;
     }
-    const char *t = in->title && *in->title         ? in->title
-                    : utopia_blocks_title(&b)       ? utopia_blocks_title(&b)
-                    : in->filename && *in->filename ? in->filename
-                                                    : "Untitled";
+    /* a first heading names a document only in formats that have headings */
+    int headed = fmt == UTOPIA_FMT_MARKDOWN || fmt == UTOPIA_FMT_HTML || fmt == UTOPIA_FMT_DOCX;
+    const char *t = in->title && *in->title             ? in->title
+                    : headed && utopia_blocks_title(&b) ? utopia_blocks_title(&b)
+                    : in->filename && *in->filename     ? in->filename
+                                                        : "Untitled";
     title = clean_title(t, 300);
     if (!*title) {
         free(title);

@@ -1,0 +1,193 @@
+// /api/utopia/...: documents (upload in every format, view, delete), search,
+// memories and dated facts through the real tusko, scoped to the caller; a
+// malformed PDF and zip-bomb DOCX files are refused and the server carries on.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import zlib from 'node:zlib';
+
+import { api, stopAll } from '../../lib/harness.mjs';
+import { makeUser, startTusko } from '../app/lib.mjs';
+
+after(stopAll);
+
+// A DOCX-shaped zip holding word/document.xml (deflated). declared: the
+// uncompressed size its headers claim (default: the truth).
+function docx(xml, declared) {
+  const data = zlib.deflateRawSync(Buffer.from(xml), { level: 9 });
+  const name = Buffer.from('word/document.xml');
+  const usize = declared ?? Buffer.byteLength(xml);
+  const crc = zlib.crc32 ? zlib.crc32(Buffer.from(xml)) : 0;
+  const local = Buffer.alloc(30);
+  local.writeUInt32LE(0x04034b50, 0);
+  local.writeUInt16LE(20, 4);
+  local.writeUInt16LE(8, 8);
+  local.writeUInt32LE(crc >>> 0, 14);
+  local.writeUInt32LE(data.length, 18);
+  local.writeUInt32LE(usize, 22);
+  local.writeUInt16LE(name.length, 26);
+  const cd = Buffer.alloc(46);
+  cd.writeUInt32LE(0x02014b50, 0);
+  cd.writeUInt16LE(20, 4);
+  cd.writeUInt16LE(20, 6);
+  cd.writeUInt16LE(8, 10);
+  cd.writeUInt32LE(crc >>> 0, 16);
+  cd.writeUInt32LE(data.length, 20);
+  cd.writeUInt32LE(usize, 24);
+  cd.writeUInt16LE(name.length, 28);
+  const cdOff = local.length + name.length + data.length;
+  const eocd = Buffer.alloc(22);
+  eocd.writeUInt32LE(0x06054b50, 0);
+  eocd.writeUInt16LE(1, 8);
+  eocd.writeUInt16LE(1, 10);
+  eocd.writeUInt32LE(cd.length + name.length, 12);
+  eocd.writeUInt32LE(cdOff, 16);
+  return Buffer.concat([local, name, data, cd, name, eocd]);
+}
+
+const W = (s) => `<w:p><w:r><w:t>${s}</w:t></w:r></w:p>`;
+const H1 = (s) => `<w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:t>${s}</w:t></w:r></w:p>`;
+const DOC = (body) => `<?xml version="1.0"?><w:document xmlns:w="x"><w:body>${body}</w:body></w:document>`;
+
+const PDF =
+  '%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n2 0 obj << /Type /Pages /Kids [3 0 R] /Count 1 >> endobj\n' +
+  '3 0 obj << /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >> endobj\n' +
+  '4 0 obj << /Length 58 >> stream\nBT /F1 18 Tf 72 700 Td (The quokka census was held) Tj ET\nendstream endobj\n' +
+  '5 0 obj << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n';
+
+function rssKb(pid) {
+  const m = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/);
+  return Number(m[1]);
+}
+
+describe('utopia api', () => {
+  let t, alice, bob;
+  const upload = (who, body, type, q = '') =>
+    api(t.tusko.url, `/api/utopia/documents${q}`, { method: 'POST', body, headers: { ...who.auth, 'content-type': type } });
+
+  before(async () => {
+    t = await startTusko({ tag: 'utopia' });
+    alice = makeUser(t.pg, 'alice@example.com');
+    bob = makeUser(t.pg, 'bob@example.com');
+  });
+
+  test('upload text, Markdown, HTML, CSV, JSON, PDF and DOCX; view, search, scope', async () => {
+    const cases = [
+      ['text/plain', 'Otters hold hands while sleeping.', '?title=Otter%20facts', 'Otter facts'],
+      ['text/markdown', '# Field guide\n\n## Herons\n\nHerons stalk fish in the shallows.\n', '', 'Field guide'],
+      ['text/html', '<html><head><title>Owls</title><script>steal()</script></head><body><h1>Owls</h1><p>Owls hunt at night.</p></body></html>', '', 'Owls'],
+      ['text/csv', 'animal,diet\nbadger,earthworms\n', '?filename=diets.csv', 'diets.csv'],
+      ['application/json', '{"lynx": {"range": "boreal forest"}}', '?filename=lynx.json', 'lynx.json'],
+      ['application/pdf', PDF, '?filename=census.pdf', 'census.pdf'],
+      ['application/octet-stream', docx(DOC(H1('Beaver dams') + W('Beavers build dams from branches.'))), '?filename=beavers.docx', 'Beaver dams'],
+    ];
+    for (const [type, body, q, title] of cases) {
+      const r = await upload(alice, body, type, q);
+      assert.equal(r.status, 201, `${type}: ${r.text}`);
+      assert.equal(r.json.title, title, type);
+      assert.ok(r.json.chunks >= 1);
+      assert.equal(r.headers.get('location'), `/api/utopia/documents/${r.json.id}`);
+    }
+    let r = await api(t.tusko.url, '/api/utopia/documents', { headers: alice.auth });
+    assert.equal(r.json.documents.length, cases.length);
+    const html = r.json.documents.find((d) => d.title === 'Owls');
+    r = await api(t.tusko.url, `/api/utopia/documents/${html.id}`, { headers: alice.auth });
+    assert.equal(r.status, 200);
+    assert.ok(!JSON.stringify(r.json.chunks).includes('steal'), 'scripts are not text');
+    for (const [q, want] of [['quokka census', 'census.pdf'], ['beaver dams branches', 'Beaver dams'], ['hunting owls', 'Owls'], ['badger earthworms', 'diets.csv'], ['boreal', 'lynx.json']]) {
+      r = await api(t.tusko.url, `/api/utopia/search?q=${encodeURIComponent(q)}`, { headers: alice.auth });
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.json.results[0].title, want, q);
+      assert.ok(r.json.results[0].cite.startsWith('[1] '));
+    }
+    // another user sees none of it
+    r = await api(t.tusko.url, `/api/utopia/documents/${html.id}`, { headers: bob.auth });
+    assert.equal(r.status, 404);
+    r = await api(t.tusko.url, '/api/utopia/search?q=owls', { headers: bob.auth });
+    assert.equal(r.json.results.length, 0);
+    r = await api(t.tusko.url, `/api/utopia/documents/${html.id}`, { method: 'DELETE', headers: bob.auth });
+    assert.equal(r.status, 404);
+    // chat scope: the chat must be the caller's
+    const chat = (await api(t.tusko.url, '/api/sessions', { method: 'POST', headers: alice.auth })).json.id;
+    r = await upload(alice, 'Narwhal tusks are teeth.', 'text/plain', `?chat_id=${chat}`);
+    assert.equal(r.status, 201);
+    r = await upload(bob, 'x', 'text/plain', `?chat_id=${chat}`);
+    assert.equal(r.status, 404);
+    r = await api(t.tusko.url, `/api/utopia/search?q=narwhal&scope=chat&chat_id=${chat}`, { headers: alice.auth });
+    assert.equal(r.json.results.length, 1);
+    r = await api(t.tusko.url, `/api/utopia/search?q=otters&scope=chat&chat_id=${chat}`, { headers: alice.auth });
+    assert.equal(r.json.results.length, 0);
+  });
+
+  test('a malformed PDF and zip-bomb DOCX files are refused; the server carries on', async () => {
+    const pid = t.tusko.proc.pid;
+    const before = rssKb(pid);
+    let r = await upload(alice, '%PDF-1.7\n1 0 obj << /Pages 9 0 R >>\nstream\n\u00ff\u00fe garbage\n', 'application/pdf');
+    assert.equal(r.status, 400, r.text);
+    assert.match(r.json.message, /PDF could not be read/);
+    // 64 MiB of paragraphs claiming to be 1 KiB: caught while inflating, in the helper
+    const unit = W('a'.repeat(40));
+    const big = DOC(unit.repeat(Math.ceil((64 << 20) / unit.length)));
+    r = await upload(alice, docx(big, 1024), 'application/octet-stream', '?filename=bomb.docx');
+    assert.equal(r.status, 400, r.text);
+    assert.match(r.json.message, /zip bomb/);
+    // honest about its size, past the cap
+    r = await upload(alice, docx(big), 'application/octet-stream', '?filename=bomb2.docx');
+    assert.equal(r.status, 400, r.text);
+    assert.match(r.json.message, /zip bomb|past the cap/);
+    // random bytes with a zip signature
+    r = await upload(alice, Buffer.concat([Buffer.from('PK\x03\x04'), Buffer.alloc(5000, 7)]), 'application/octet-stream', '?filename=x.docx');
+    assert.equal(r.status, 400);
+    assert.ok(rssKb(pid) - before < 64 * 1024, 'the server did not inflate anything itself');
+    r = await api(t.tusko.url, '/healthz');
+    assert.equal(r.status, 200);
+    r = await upload(alice, 'still working', 'text/plain');
+    assert.equal(r.status, 201);
+    r = await upload(alice, '', 'text/plain');
+    assert.equal(r.status, 400);
+    r = await upload(alice, Buffer.from([0, 1, 2, 0, 5]), 'application/zip');
+    assert.equal(r.status, 400);
+  });
+
+  test('facts change over time; deleting a document keeps what was learned in chats', async () => {
+    const post = (json) => api(t.tusko.url, '/api/utopia/facts', { json, headers: alice.auth });
+    let r = await post({ fact: { subject: 'Ada', predicate: 'lives in', object: 'London', valid_from: '2018' } });
+    assert.equal(r.status, 201, r.text);
+    r = await post({ fact: { subject: 'Ada', predicate: 'lives in', object: 'Paris', valid_from: 'March 2021' } });
+    assert.equal(r.json.closed.length, 1);
+    r = await post({ fact: { subject: 'Ada', predicate: 'lives in', object: 'Rome', valid_from: '2024-02-01' } });
+    for (const [at, want] of [['2019-06-01', 'London'], ['2022', 'Paris'], ['', 'Rome']]) {
+      r = await api(t.tusko.url, `/api/utopia/recall?entity=ada${at ? '&at=' + at : ''}`, { headers: alice.auth });
+      assert.equal(r.status, 200, r.text);
+      assert.deepEqual(r.json.facts.filter((f) => f.predicate === 'lives_in').map((f) => f.object), [want], at);
+    }
+    r = await post({ fact: { subject: 'Ada', predicate: 'lives in', object: 'Oslo', valid_from: '05/06/2024' } });
+    assert.equal(r.status, 400);
+    assert.match(r.json.message, /ambiguous/);
+    r = await post({ note: 'Ada prefers tea' });
+    assert.equal(r.status, 201);
+    r = await api(t.tusko.url, '/api/utopia/graph?entity=Ada&hops=1', { headers: alice.auth });
+    assert.deepEqual(r.json.entities.map((e) => e.name).sort(), ['Ada', 'Rome']);
+    // delete every document: the facts and the memory stay
+    const docs = (await api(t.tusko.url, '/api/utopia/documents', { headers: alice.auth })).json.documents;
+    for (const d of docs) {
+      r = await api(t.tusko.url, `/api/utopia/documents/${d.id}`, { method: 'DELETE', headers: alice.auth });
+      assert.equal(r.status, 200);
+    }
+    r = await api(t.tusko.url, '/api/utopia/search?q=otters', { headers: alice.auth });
+    assert.equal(r.json.results.length, 0);
+    r = await api(t.tusko.url, '/api/utopia/facts?entity=Ada', { headers: alice.auth });
+    assert.equal(r.json.facts.length, 3);
+    r = await api(t.tusko.url, '/api/utopia/memories', { headers: alice.auth });
+    assert.equal(r.json.memories.length, 1);
+    const mem = r.json.memories[0].id;
+    r = await api(t.tusko.url, `/api/utopia/memories/${mem}`, { method: 'DELETE', headers: bob.auth });
+    assert.equal(r.status, 404);
+    r = await api(t.tusko.url, `/api/utopia/memories/${mem}`, { method: 'DELETE', headers: alice.auth });
+    assert.equal(r.status, 200);
+    r = await api(t.tusko.url, '/api/utopia/recall?entity=Ada', { headers: bob.auth });
+    assert.equal(r.status, 404);
+    r = await api(t.tusko.url, '/api/utopia/search?q=x&scope=everything', { headers: alice.auth });
+    assert.equal(r.status, 400);
+  });
+});
