@@ -9,6 +9,7 @@
 
 #include "app/utopia/chunk.h"
 #include "app/utopia/db.h"
+#include "app/utopia/embed.h"
 #include "app/utopia/utopia.h"
 #include "lib/id.h"
 #include "lib/json.h"
@@ -77,10 +78,12 @@ static const char SQL_DOC_INSERT[] =
     "nchunks, fts_config) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::regconfig)";
 
 static const char SQL_CHUNKS_INSERT[] =
-    "INSERT INTO utopia_chunks (document_id, user_id, chat_id, position, heading, body, tsv) "
-    "SELECT $1, $2, $3, (e->>'p')::int, e->>'h', e->>'t', "
+    "INSERT INTO utopia_chunks (document_id, user_id, chat_id, position, heading, body, tsv, "
+    "embedding) SELECT $1, $2, $3, (e->>'p')::int, e->>'h', e->>'t', "
     "setweight(to_tsvector($4::regconfig, $5 || ' ' || (e->>'h')), 'A') || "
-    "to_tsvector($4::regconfig, e->>'t') FROM json_array_elements($6::json) e";
+    "to_tsvector($4::regconfig, e->>'t'), CASE WHEN e->'e' IS NOT NULL THEN ARRAY(SELECT "
+    "x::real FROM json_array_elements_text(e->'e') WITH ORDINALITY AS v(x, o) ORDER BY o) END "
+    "FROM json_array_elements($6::json) e";
 
 /* the words of a document's chunks, counted once per chunk */
 #define DOC_TERMS                                                                                  \
@@ -166,14 +169,38 @@ tk_status utopia_doc_add(const utopia *u, PGconn *c, const char *user_id, const 
         free(title);
         title = tk_strdup("Untitled");
     }
+    /* vectors for the semantic ranking; without them the document is still
+     * found by words */
+    float *vecs = NULL;
+    int dim = 0;
+    if (u->embeddings) {
+        char **texts = tk_calloc(ch.n, sizeof *texts);
+        for (size_t i = 0; i < ch.n; i++)
+            texts[i] = tk_asprintf("%s\n%s", ch.v[i].heading, ch.v[i].text);
+        char eerr[256];
+        if (utopia_embed(u, (const char *const *)texts, ch.n, &vecs, &dim, eerr, sizeof eerr) !=
+            TK_OK)
+            tk_warn("utopia", "msg=\"document not embedded\" error=\"%s\"", eerr);
+        for (size_t i = 0; i < ch.n; i++)
+            free(texts[i]);
+        free(texts);
+    }
     arr = json_array();
     size_t chars = 0;
     for (size_t i = 0; i < ch.n; i++) {
-        json_array_append_new(arr, tk_json_obj("p", json_integer((json_int_t)i), "h",
-                                               json_string(ch.v[i].heading), "t",
-                                               json_stringn(ch.v[i].text, ch.v[i].len), NULL));
+        json_t *e = NULL;
+        if (vecs) {
+            e = json_array();
+            for (int k = 0; k < dim; k++)
+                json_array_append_new(e, json_real(vecs[(size_t)i * dim + k]));
+        }
+        json_array_append_new(
+            arr, tk_json_obj("p", json_integer((json_int_t)i), "h", json_string(ch.v[i].heading),
+                             "t", json_stringn(ch.v[i].text, ch.v[i].len), "e", e, NULL));
         chars += ch.v[i].len;
     }
+    free(vecs);
+    int embedded = dim > 0;
     chunks_json = tk_json_dumps(arr);
     char id[TK_UUID_LEN], bytes[24], nchars[24], nchunks[24];
     tk_uuid7(id);
@@ -203,6 +230,8 @@ tk_status utopia_doc_add(const utopia *u, PGconn *c, const char *user_id, const 
         goto out;
     }
     json_object_set_new(*out, "format", json_string(utopia_format_name(fmt)));
+    if (u->embeddings)
+        json_object_set_new(*out, "embedded", json_boolean(embedded));
     tk_info("utopia", "msg=\"document added\" id=%s format=%s bytes=%zu chunks=%zu", id,
             utopia_format_name(fmt), in->len, ch.n);
 out:

@@ -18,9 +18,11 @@
 #include <string.h>
 
 #include "app/utopia/db.h"
+#include "app/utopia/embed.h"
 #include "app/utopia/utopia.h"
 #include "lib/id.h"
 #include "lib/json.h"
+#include "lib/log.h"
 #include "lib/pg.h"
 
 /* 1. the query's words, each with its chunk count (NULL: not in the vocabulary) */
@@ -44,36 +46,40 @@ static const char SQL_FUZZY[] =
     "AND reverse(term) LIKE $4 AND length(term) BETWEEN length($2) - 2 AND length($2) + 2 LIMIT "
     "1500)) x WHERE term <> $2 ORDER BY 3 DESC, 2 DESC LIMIT 4) y WHERE sim >= 0.3";
 
-/* 3. the lenient query as a tsquery constant, so that 4 is planned knowing it */
-static const char SQL_LENIENT[] =
-    "SELECT coalesce(to_tsquery($1::regconfig, string_agg('''' || replace(replace(t, '\\', "
-    "'\\\\'), '''', '''''') || '''', ' | ')), ''::tsquery)::text FROM unnest($2::text[]) t";
-
-/* 4. both rankings over capped candidate sets, fused */
+/* 3. the rankings over capped candidate sets, fused: exact, lenient and, with
+ * an embeddings model, semantic (dot products of unit vectors: over the lexical
+ * candidates, or over all of a small user's chunks when $9) */
 static const char SQL_CHUNKS[] =
-    "WITH q AS (SELECT websearch_to_tsquery($2::regconfig, $3) AS tq, $7::tsquery AS lq), "
+    "WITH q AS (SELECT websearch_to_tsquery($2::regconfig, $3) AS tq, "
+    "  to_tsquery($2::regconfig, $7) AS lq), "
     "fts AS (SELECT c.id, ts_rank_cd(c.tsv, websearch_to_tsquery($2::regconfig, $3)) AS r FROM "
     "  (SELECT id, tsv FROM utopia_chunks WHERE user_id = $1 AND ($4::uuid IS NULL OR chat_id = "
     "$4) "
     "  AND tsv @@ websearch_to_tsquery($2::regconfig, $3) LIMIT $5) c ORDER BY 2 DESC, 1 LIMIT "
     "100), "
-    "len AS (SELECT c.id, ts_rank_cd(c.tsv, $7::tsquery) AS r FROM (SELECT id, tsv FROM "
-    "  utopia_chunks WHERE user_id = $1 AND ($4::uuid IS NULL OR chat_id = $4) AND tsv @@ "
-    "  $7::tsquery LIMIT $5) c ORDER BY 2 DESC, 1 LIMIT 100), "
-    "rk AS (SELECT id, row_number() OVER (ORDER BY r DESC, id) AS exact, NULL::bigint AS lenient "
-    "FROM fts "
-    "  UNION ALL SELECT id, NULL, row_number() OVER (ORDER BY r DESC, id) FROM len), "
-    "fused AS (SELECT id, sum(1.0 / (60 + coalesce(exact, lenient))) AS score, min(exact) AS "
-    "exact, "
-    "  min(lenient) AS lenient FROM rk GROUP BY id ORDER BY 2 DESC, 1 LIMIT $6) "
-    "SELECT coalesce(json_agg(json_build_object('type', 'chunk', 'score', round(f.score::numeric, "
-    "6), "
-    "  'document_id', c.document_id, 'title', d.title, 'position', c.position, 'heading', "
-    "c.heading, "
-    "  'chat_id', c.chat_id, 'ranks', json_strip_nulls(json_build_object('exact', f.exact, "
-    "  'lenient', f.lenient)), 'snippet', ts_headline($2::regconfig, c.body, "
-    "  (SELECT tq || lq FROM q), 'StartSel=**, StopSel=**, MaxWords=40, MinWords=15, "
-    "  MaxFragments=2, FragmentDelimiter=\" … \"')) ORDER BY f.score DESC, f.id), '[]'::json) "
+    "len AS (SELECT c.id, ts_rank_cd(c.tsv, to_tsquery($2::regconfig, $7)) AS r FROM (SELECT id, "
+    "  tsv FROM utopia_chunks WHERE user_id = $1 AND ($4::uuid IS NULL OR chat_id = $4) AND tsv @@ "
+    "  to_tsquery($2::regconfig, $7) LIMIT $5) c ORDER BY 2 DESC, 1 LIMIT 100), "
+    "sem AS (SELECT id, r FROM (SELECT c.id, (SELECT sum(a * b) FROM unnest(c.embedding, "
+    "  $8::real[]) t(a, b)) AS r FROM utopia_chunks c WHERE $8::real[] IS NOT NULL AND c.user_id = "
+    "  $1 AND ($4::uuid IS NULL OR c.chat_id = $4) AND c.embedding IS NOT NULL AND "
+    "  array_length(c.embedding, 1) = array_length($8::real[], 1) AND ($9::bool OR c.id IN "
+    "  (SELECT id FROM fts UNION ALL SELECT id FROM len))) s WHERE r > 0 ORDER BY 2 DESC, 1 "
+    "  LIMIT 100), "
+    "rk AS (SELECT id, row_number() OVER (ORDER BY r DESC, id) AS exact, NULL::bigint AS lenient, "
+    "  NULL::bigint AS semantic FROM fts "
+    "  UNION ALL SELECT id, NULL, row_number() OVER (ORDER BY r DESC, id), NULL FROM len "
+    "  UNION ALL SELECT id, NULL, NULL, row_number() OVER (ORDER BY r DESC, id) FROM sem), "
+    "fused AS (SELECT id, sum(1.0 / (60 + coalesce(exact, lenient, semantic))) AS score, "
+    "  min(exact) AS exact, min(lenient) AS lenient, min(semantic) AS semantic FROM rk GROUP BY id "
+    "  ORDER BY 2 DESC, 1 LIMIT $6) "
+    "SELECT coalesce(json_agg(json_build_object('type', 'chunk', 'score', "
+    "  round(f.score::numeric, 6), 'document_id', c.document_id, 'title', d.title, 'position', "
+    "  c.position, 'heading', c.heading, 'chat_id', c.chat_id, 'ranks', "
+    "  json_strip_nulls(json_build_object('exact', f.exact, 'lenient', f.lenient, 'semantic', "
+    "  f.semantic)), 'snippet', ts_headline($2::regconfig, c.body, (SELECT tq || lq FROM q), "
+    "  'StartSel=**, StopSel=**, MaxWords=40, MinWords=15, MaxFragments=2, "
+    "  FragmentDelimiter=\" … \"')) ORDER BY f.score DESC, f.id), '[]'::json) "
     "FROM fused f JOIN utopia_chunks c ON c.id = f.id JOIN utopia_documents d ON d.id = "
     "c.document_id";
 
@@ -126,9 +132,9 @@ static int by_df(const void *a, const void *b)
     return x->n < y->n ? -1 : x->n > y->n ? 1 : strcmp(x->w, y->w);
 }
 
-/* Stages 1–3: the lenient tsquery (as text) for the query. */
+/* Stages 1–2: the lenient query's source text for to_tsquery. */
 static tk_status lenient_query(const utopia *u, PGconn *c, const char *user_id, const char *q,
-                               char **tsq, char *err, size_t errlen)
+                               char **tsq, int64_t *total_out, char *err, size_t errlen)
 {
     *tsq = NULL;
     const char *p1[] = {user_id, u->cfg.fts_config, q};
@@ -136,6 +142,7 @@ static tk_status lenient_query(const utopia *u, PGconn *c, const char *user_id, 
     if (!wj)
         return TK_ERROR;
     int64_t total = tk_json_int_or(wj, "total", 1);
+    *total_out = total;
     json_t *words = json_object_get(wj, "words");
     json_t *fuzzy = json_array(); /* keeps the candidates' strings alive */
     term_df cand[24 * 5];
@@ -184,36 +191,19 @@ static tk_status lenient_query(const utopia *u, PGconn *c, const char *user_id, 
     size_t nsel = 0;
     for (i = 0; i < nc; i++)
         nsel += cand[i].n <= thr;
-    tk_buf lit; /* a text[] literal */
-    tk_buf_init(&lit, 1 << 16);
-    tk_buf_append_byte(&lit, '{');
-    int first = 1;
+    /* the lenient query's source, 'a' | 'b': parsed by to_tsquery in stage 4,
+     * where the planner folds it to a constant (it is immutable) */
+    tk_buf src;
+    tk_buf_init(&src, 1 << 16);
     /* only common words and no typos: the exact ranking already says it all */
     for (i = 0; i < nc && i < 12 && (nsel > 0 || fuzzy_lookups > 0); i++) {
         if (!(cand[i].n <= thr || (nsel == 0 && i < 2)))
             continue;
-        if (!first)
-            tk_buf_append_byte(&lit, ',');
-        first = 0;
-        tk_buf_append_byte(&lit, '"');
-        for (const char *s = cand[i].w; *s; s++) {
-            if (*s == '"' || *s == '\\')
-                tk_buf_append_byte(&lit, '\\');
-            tk_buf_append_byte(&lit, *s);
-        }
-        tk_buf_append_byte(&lit, '"');
+        if (strpbrk(cand[i].w, "'\\"))
+            continue; /* the default parser never makes such words; be safe */
+        tk_buf_printf(&src, "%s'%s'", src.len ? " | " : "", cand[i].w);
     }
-    tk_buf_append_byte(&lit, '}');
-    const char *p3[] = {u->cfg.fts_config, tk_buf_cstr(&lit)};
-    PGresult *r = tk_pg_query(c, SQL_LENIENT, 2, p3);
-    if (!tk_pg_ok(r) || PQntuples(r) != 1) {
-        snprintf(err, errlen, "database error building the lenient query");
-        st = TK_ERROR;
-    } else {
-        *tsq = tk_strdup(PQgetvalue(r, 0, 0));
-    }
-    PQclear(r);
-    tk_buf_free(&lit);
+    *tsq = tk_buf_steal(&src, NULL);
 out:
     json_decref(fuzzy);
     json_decref(wj);
@@ -331,10 +321,35 @@ tk_status utopia_search(const utopia *u, PGconn *c, const char *user_id,
     tk_status st = TK_OK;
     if (kinds & UTOPIA_KIND_CHUNKS) {
         char *lq = NULL;
-        if ((st = lenient_query(u, c, user_id, q, &lq, err, errlen)) != TK_OK)
+        int64_t total = 0;
+        if ((st = lenient_query(u, c, user_id, q, &lq, &total, err, errlen)) != TK_OK)
             goto out;
-        const char *p[] = {user_id, u->cfg.fts_config, q, chat, cand, ks, lq};
-        json_t *r = utopia_db_json(c, SQL_CHUNKS, 7, p, NULL, err, errlen);
+        /* the semantic ranking, when an embeddings model is configured; a
+         * failing endpoint costs that ranking only */
+        tk_buf qv;
+        tk_buf_init(&qv, 1 << 20);
+        if (u->embeddings) {
+            float *v = NULL;
+            int dim = 0;
+            char eerr[256];
+            const char *texts[] = {q};
+            if (utopia_embed(u, texts, 1, &v, &dim, eerr, sizeof eerr) == TK_OK)
+                utopia_embed_literal(v, dim, &qv);
+            else
+                tk_warn("utopia", "msg=\"query not embedded\" error=\"%s\"", eerr);
+            free(v);
+        }
+        const char *p[] = {user_id,
+                           u->cfg.fts_config,
+                           q,
+                           chat,
+                           cand,
+                           ks,
+                           lq,
+                           qv.len ? qv.data : NULL,
+                           total <= UTOPIA_EMBED_SCAN_ALL ? "true" : "false"};
+        json_t *r = utopia_db_json(c, SQL_CHUNKS, 9, p, NULL, err, errlen);
+        tk_buf_free(&qv);
         free(lq);
         if (!r) {
             st = TK_ERROR;
