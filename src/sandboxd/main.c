@@ -21,6 +21,7 @@
 
 static char *opt_listen, *opt_key, *opt_runtime, *opt_state, *opt_image, *opt_execd, *opt_userns;
 static char *opt_ws_size, *opt_tmp_size, *opt_def_mem, *opt_def_cpu, *opt_pool_name;
+static char *opt_docker_host, *opt_docker_image; /* the docker runtime's */
 static int64_t opt_pool, opt_idle, opt_min_timeout, opt_max_timeout, opt_max_sbx, opt_def_pids,
     opt_max_pids;
 static int opt_insecure;
@@ -63,7 +64,7 @@ static tk_setting settings[] = {
      .flags = TK_SET_FAIL_CLOSED | TK_SET_SECRET, .out = &opt_key},
     {"SANDBOXD_INSECURE_NO_AUTH", "insecure-no-auth", TK_SET_BOOL, "false",
      "serve without an API key (development only; logged loudly)", .out = &opt_insecure},
-    {"SANDBOX_RUNTIME", "runtime", TK_SET_STR, "native", "sandbox runtime: native",
+    {"SANDBOX_RUNTIME", "runtime", TK_SET_STR, "native", "sandbox runtime: native or docker",
      .out = &opt_runtime},
     {"SANDBOXD_STATE_DIR", "state-dir", TK_SET_STR, "var/sandboxd",
      "where sandbox records and execd sockets live (0700)", .out = &opt_state},
@@ -102,11 +103,18 @@ static tk_setting settings[] = {
      "run sandboxes in a user namespace: auto, on, off", .out = &opt_userns, .check = check_userns},
     {"SANDBOX_POOL_NAME", "pool-name", TK_SET_STR, "default",
      "the name extensions.poolRef uses for the warm pool", .out = &opt_pool_name},
+    /* the docker runtime (runtime_docker.c) */
+    {"DOCKER_HOST", "docker-host", TK_SET_STR, "unix:///var/run/docker.sock",
+     "docker runtime: the engine's unix socket", .out = &opt_docker_host},
+    {"SANDBOX_DOCKER_IMAGE", "docker-image", TK_SET_STR, NULL,
+     "docker runtime: an image to use as it is (default: import SANDBOX_IMAGE_DIR as "
+     "tusko-sandbox:<recipe hash> when missing)",
+     .out = &opt_docker_image},
 };
 
 static const tk_prog prog = {
     .name = "tusko-sandboxd",
-    .summary = "the OpenSandbox lifecycle service (native Linux-namespace runtime)",
+    .summary = "the OpenSandbox lifecycle service (native Linux-namespace or docker runtime)",
     .settings = settings,
     .nsettings = TK_ARRAY_LEN(settings),
 };
@@ -178,7 +186,9 @@ int main(int argc, char **argv)
                 .execd_path = execd,
                 .workspace_bytes = ws,
                 .tmp_bytes = tmp,
-                .userns = opt_userns},
+                .userns = opt_userns,
+                .docker_host = opt_docker_host,
+                .docker_image = opt_docker_image},
         .pool_size = opt_pool,
         .idle_ttl_ms = opt_idle,
         .min_timeout_s = opt_min_timeout,

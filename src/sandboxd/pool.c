@@ -47,7 +47,8 @@ static void *pool_main(void *arg)
         svc->pool_starting++;
         sbx_service_save_locked(svc, s);
         pthread_mutex_unlock(&svc->mu);
-        sbx_spec spec = {.id = s->id, .execd_token = s->token, .limits = s->limits};
+        /* pooled: a claim follows (the docker runtime starts execd then) */
+        sbx_spec spec = {.id = s->id, .execd_token = s->token, .limits = s->limits, .pooled = 1};
         sbx_instance *in = NULL;
         char err[1024];
         int64_t t0 = tk_mono_ns();

@@ -4,7 +4,7 @@
  * The API layer (api.c, service.c, pool.c, reaper.c) knows sandboxes only
  * through this interface, so a runtime is one file that fills a
  * sbx_runtime_ops table: runtime_native.c (Linux namespaces, the default), and
- * later runtime_docker.c (the Docker Engine API) and runtime_k8s.c. Selecting
+ * runtime_docker.c (the Docker Engine API), later runtime_k8s.c. Selecting
  * one is sbx_runtime_open's job (SANDBOX_RUNTIME).
  *
  * The contract every runtime keeps:
@@ -56,6 +56,11 @@ typedef struct {
     sbx_limits limits;
     const char *const *env;        /* "NAME=value", NULL-terminated, or NULL */
     const char *const *entrypoint; /* argv, NULL-terminated, or NULL for none */
+
+    /* Added for the docker runtime (zero when not known; native ignores them): */
+    int pooled;             /* started for the warm pool: a claim() will follow */
+    const json_t *metadata; /* the owner's metadata (labels), or NULL */
+    int64_t expires_ms;     /* expiry at creation (labels), 0 for none */
 } sbx_spec;
 
 /* Settings shared by every runtime (the program's configuration). */
@@ -66,6 +71,10 @@ typedef struct {
     int64_t workspace_bytes; /* size of /workspace */
     int64_t tmp_bytes;       /* size of /tmp */
     const char *userns;      /* "auto", "on", "off" */
+
+    /* The docker runtime's: */
+    const char *docker_host;  /* DOCKER_HOST (NULL: the default socket) */
+    const char *docker_image; /* an image to use as it is (NULL: import image_dir) */
 } sbx_runtime_config;
 
 typedef struct {
@@ -100,11 +109,13 @@ struct sbx_runtime {
     void *impl;
 };
 
-/* Opens the runtime called name ("native"; others when built). NULL with err. */
+/* Opens the runtime called name ("native" or "docker"). NULL with err. */
 sbx_runtime *sbx_runtime_open(const char *name, const sbx_runtime_config *cfg, char *err,
                               size_t errlen);
 
 /* The native runtime (runtime_native.c). */
 sbx_runtime *sbx_runtime_native_open(const sbx_runtime_config *cfg, char *err, size_t errlen);
+/* The docker runtime (runtime_docker.c): containers through the Docker Engine API. */
+sbx_runtime *sbx_runtime_docker_open(const sbx_runtime_config *cfg, char *err, size_t errlen);
 
 #endif

@@ -736,6 +736,9 @@ sbx_runtime *sbx_runtime_open(const char *name, const sbx_runtime_config *cfg, c
 {
     if (!name || strcmp(name, "native") == 0)
         return sbx_runtime_native_open(cfg, err, errlen);
-    snprintf(err, errlen, "SANDBOX_RUNTIME=%s is not available (this build has: native)", name);
+    if (strcmp(name, "docker") == 0) /* runtime_docker.c */
+        return sbx_runtime_docker_open(cfg, err, errlen);
+    snprintf(err, errlen, "SANDBOX_RUNTIME=%s is not available (this build has: native, docker)",
+             name);
     return NULL;
 }

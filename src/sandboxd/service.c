@@ -214,7 +214,10 @@ tk_status sbx_service_create(sbx_service *svc, const sbx_create_req *req, sbx_sa
                      .execd_token = s->token,
                      .limits = req->limits,
                      .env = env,
-                     .entrypoint = argv};
+                     .entrypoint = argv,
+                     /* for the docker runtime's labels: */
+                     .metadata = req->metadata,
+                     .expires_ms = req->timeout_s ? now + req->timeout_s * 1000 : 0};
     char err[1024];
     tk_status st = TK_ERROR;
     sbx_instance *in = NULL;

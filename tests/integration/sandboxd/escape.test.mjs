@@ -9,7 +9,7 @@ import os from 'node:os';
 import { after, before, describe, test } from 'node:test';
 
 import { api as httpApi, stopAll } from '../../lib/harness.mjs';
-import { cgroupFile, footprint, initPid, pidns, startSandboxd, until } from './sbx.mjs';
+import { GONE, INIT_COMM, cgroupFile, footprint, initPid, pidns, startSandboxd, until } from './sbx.mjs';
 
 after(stopAll);
 
@@ -47,7 +47,7 @@ describe('escape battery', () => {
     const r = await api.exec(id, `cat /proc/[0-9]*/comm | sort -u; echo pids=$(ls -d /proc/[0-9]* | wc -l); kill -0 ${process.pid} 2>/dev/null && echo reachable || echo unreachable`);
     assert.doesNotMatch(r.stdout, /^node$/m, 'the test runner (node) is visible');
     assert.doesNotMatch(r.stdout, /^(tusko-sandboxd|postgres|systemd|init)$/m);
-    assert.match(r.stdout, /^sbx-init$/m, 'pid 1 is the sandbox init');
+    assert.match(r.stdout, new RegExp(`^${INIT_COMM}$`, 'm'), 'pid 1 is the sandbox init (docker: execd)');
     const pids = Number(r.stdout.match(/pids=(\d+)/)[1]);
     assert.ok(pids < 20, `${pids} processes visible`);
     if (process.pid > 1000) assert.match(r.stdout, /unreachable/);
@@ -214,7 +214,7 @@ print(json.dumps(out))`);
     assert.equal(other.stdout, 'still here', 'another sandbox is unaffected');
     await bomb;
     assert.equal((await api.del(bid)).status, 204);
-    assert.deepEqual(footprint(sbx.stateDir, bid, ns), { dir: false, cgroups: 0, processes: 0, mounts: 0 });
+    assert.deepEqual(footprint(sbx.stateDir, bid, ns), GONE);
   });
 
   test('a memory bomb is OOM-killed inside the sandbox only', async () => {

@@ -9,16 +9,19 @@ import { after, before, describe, test } from 'node:test';
 
 import { runProgram, sleep, stopAll, tmpdir } from '../../lib/harness.mjs';
 import {
+  GONE,
+  HOST_MOUNTS,
   KEY,
   alive,
   cgroupFile,
   client,
-  cgroupsOf,
   footprint,
   hostMounts,
   imageDir,
   initPid,
+  leftovers,
   pidns,
+  plantLeftover,
   poolReady,
   record,
   removeStateDir,
@@ -300,10 +303,10 @@ describe('sandboxd service', () => {
     assert.equal(during.dir, true);
     assert.ok(during.cgroups >= 1);
     assert.ok(during.processes >= 4, JSON.stringify(during));
-    assert.equal(during.mounts, 0, 'the sandbox mounts nothing in the host namespace');
+    assert.equal(during.mounts, HOST_MOUNTS, 'the sandbox mounts nothing in the host namespace (docker: its volume)');
     assert.equal((await api.del(id)).status, 204);
     assert.equal(alive(pid), false);
-    assert.deepEqual(footprint(sbx.stateDir, id, ns), { dir: false, cgroups: 0, processes: 0, mounts: 0 });
+    assert.deepEqual(footprint(sbx.stateDir, id, ns), GONE);
     assert.equal(hostMounts().length, mountsBefore);
   });
 
@@ -339,7 +342,7 @@ describe('sandboxd cold start, expiry and idle reaping', () => {
     }, { what: 'expiry' });
     assert.equal(g.json.status.reason, 'ttl_expiry');
     assert.equal(alive(pid), false);
-    assert.deepEqual(footprint(s.stateDir, id, ns), { dir: false, cgroups: 0, processes: 0, mounts: 0 });
+    assert.deepEqual(footprint(s.stateDir, id, ns), GONE);
     await s.stop();
   });
 
@@ -422,12 +425,12 @@ describe('sandboxd restart safety', () => {
     const poolId = fs.readdirSync(path.join(stateDir, 'sandboxes')).find((d) => !ids.includes(d));
     const poolPid = initPid(stateDir, poolId);
     await s1.kill9();
-    // a half-made sandbox: a folder with a broken record, and a stray cgroup
+    // a half-made sandbox: a folder with a broken record, and a leftover in the
+    // runtime (native: a stray cgroup; docker: a labelled container and volume)
     const half = '11111111-2222-4333-8444-555555555555';
     fs.mkdirSync(path.join(stateDir, 'sandboxes', half));
     fs.writeFileSync(path.join(stateDir, 'sandboxes', half, 'sandbox.json'), '{"id": "trunc');
-    const group = fs.readdirSync('/sys/fs/cgroup/pids').find((g) => g.startsWith('tusko-sandboxd.') && fs.existsSync(`/sys/fs/cgroup/pids/${g}/${ids[0]}`));
-    fs.mkdirSync(`/sys/fs/cgroup/pids/${group}/${half}`);
+    plantLeftover(ids[0], half);
     const s2 = await startSandboxd({ stateDir, env: { SANDBOX_WARM_POOL_SIZE: '1' } });
     const list = await s2.api.list();
     assert.deepEqual(list.json.items.map((x) => x.id).sort(), [...ids].sort());
@@ -439,14 +442,14 @@ describe('sandboxd restart safety', () => {
     assert.equal((await s2.api.call('POST', `/v1/sandboxes/${ids[2]}/resume`)).status, 202);
     assert.equal((await s2.api.exec(ids[2], 'cat /workspace/note')).stdout, 'keep-2');
     assert.equal(fs.existsSync(path.join(stateDir, 'sandboxes', half)), false);
-    assert.equal(cgroupsOf(half).length, 0);
+    assert.equal(leftovers(half), 0);
     assert.equal(alive(poolPid), false, 'the old pool member is destroyed');
-    assert.equal(cgroupsOf(poolId).length, 0);
+    assert.equal(leftovers(poolId), 0);
     for (const id of ids) {
       const pid = initPid(stateDir, id);
       const ns = pidns(pid);
       assert.equal((await s2.api.del(id)).status, 204);
-      assert.deepEqual(footprint(stateDir, id, ns), { dir: false, cgroups: 0, processes: 0, mounts: 0 });
+      assert.deepEqual(footprint(stateDir, id, ns), GONE);
     }
     await s2.stop();
     // a clean stop destroys the pool member too

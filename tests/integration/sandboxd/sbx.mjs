@@ -7,6 +7,17 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 import { sleep, startProgram, tmpdir } from '../../lib/harness.mjs';
+import * as dk from './docker.mjs';
+
+// The runtime these suites run against: the *.docker.test.mjs files set
+// SBX_TEST_RUNTIME=docker and import the shared suites; the helpers below that
+// look at the host then ask docker.mjs (containers, volumes, their cgroups).
+export const RUNTIME = process.env.SBX_TEST_RUNTIME || 'native';
+const DOCKER = RUNTIME === 'docker';
+// The comm of a sandbox's pid 1, and the host mounts a live sandbox has
+// (docker mounts its workspace volume in the host's namespace).
+export const INIT_COMM = DOCKER ? 'tusko-execd' : 'sbx-init';
+export const HOST_MOUNTS = DOCKER ? 1 : 0;
 
 export const KEY = 'k-sandboxd-test-key-0123456789abcdef';
 export const EXECD_PORT = 44772;
@@ -29,6 +40,8 @@ export async function startSandboxd({ env = {}, stateDir } = {}) {
       SANDBOXD_STATE_DIR: stateDir,
       SANDBOX_IMAGE_DIR: imageDir(),
       SANDBOX_WARM_POOL_SIZE: '0',
+      SANDBOX_RUNTIME: RUNTIME,
+      ...(DOCKER ? dk.env() : {}),
       ...env,
     },
   });
@@ -189,7 +202,9 @@ export function poolReady(stateDir) {
 
 export function initPid(stateDir, id) {
   const r = record(stateDir, id);
-  return r && r.runtime ? r.runtime.pid : null;
+  const pid = r && r.runtime ? r.runtime.pid : null;
+  if (DOCKER && pid) dk.remember(id, pid); // its cgroups, to check them after deletion
+  return pid;
 }
 
 export function alive(pid) {
@@ -233,6 +248,7 @@ const CGROUP_CONTROLLERS = ['memory', 'pids', 'cpu', 'freezer'];
 
 // Every cgroup folder named id under any tusko-sandboxd.* group (v1 and v2).
 export function cgroupsOf(id) {
+  if (DOCKER) return dk.cgroupsOf(id);
   const found = [];
   const roots = [];
   for (const c of CGROUP_CONTROLLERS) roots.push(`/sys/fs/cgroup/${c}`);
@@ -250,6 +266,7 @@ export function cgroupsOf(id) {
 }
 
 export function cgroupFile(id, ctrl, file) {
+  if (DOCKER) return dk.cgroupFile(id, ctrl, file);
   for (const g of fs.readdirSync(`/sys/fs/cgroup/${ctrl}`).filter((x) => x.startsWith('tusko-sandboxd.'))) {
     const p = path.join(`/sys/fs/cgroup/${ctrl}`, g, id, file);
     if (fs.existsSync(p)) return fs.readFileSync(p, 'utf8').trim();
@@ -258,15 +275,30 @@ export function cgroupFile(id, ctrl, file) {
 }
 
 export function hostMounts() {
-  return fs.readFileSync('/proc/self/mountinfo', 'utf8').trim().split('\n');
+  const all = fs.readFileSync('/proc/self/mountinfo', 'utf8').trim().split('\n');
+  return DOCKER ? dk.hostMounts(all) : all;
 }
 
-// Everything the host holds for a sandbox, for before/after comparisons.
+// Everything the host holds for a sandbox, for before/after comparisons; GONE
+// is what it is once the sandbox is deleted (docker: container and volume too).
+export const GONE = DOCKER ? dk.GONE : { dir: false, cgroups: 0, processes: 0, mounts: 0 };
 export function footprint(stateDir, id, ns) {
+  if (DOCKER) return dk.footprint(stateDir, id, ns, processesIn);
   return {
     dir: fs.existsSync(path.join(stateDir, 'sandboxes', id)),
     cgroups: cgroupsOf(id).length,
     processes: ns ? processesIn(ns) : 0,
     mounts: hostMounts().filter((l) => l.includes(id)).length,
   };
+}
+
+// A half-made sandbox's leftover in the runtime (native: a stray cgroup beside
+// refId's; docker: a labelled container and volume), and how many remain.
+export function plantLeftover(refId, id) {
+  if (DOCKER) return dk.plantLeftover(refId, id);
+  const group = fs.readdirSync('/sys/fs/cgroup/pids').find((g) => g.startsWith('tusko-sandboxd.') && fs.existsSync(`/sys/fs/cgroup/pids/${g}/${refId}`));
+  fs.mkdirSync(`/sys/fs/cgroup/pids/${group}/${id}`);
+}
+export function leftovers(id) {
+  return DOCKER ? dk.leftovers(id) : cgroupsOf(id).length;
 }

@@ -1,0 +1,1082 @@
+/*
+ * runtime_docker.c — the docker runtime: each sandbox is a container made
+ * through the Docker Engine API (docker_engine.h), from the sandbox image
+ * imported as tusko-sandbox:<recipe hash>. What the container is and may do is
+ * in runtime_docker_spec.h; this file is the sequence of calls.
+ *
+ * start(), in order (any failure undoes what was done, by destroy()):
+ *   dir        <state>/sandboxes/<id>/run, owned by the sandbox user (execd binds
+ *              its socket there); for a pool member the FIFO run/claim, else
+ *              run/env (execd's settings, token and the request's env)
+ *   volume     tusko-ws-<id>: a tmpfs of SANDBOX_WORKSPACE_SIZE for /workspace
+ *   create     the container tusko-<id>, labelled (see runtime_docker_spec.h)
+ *   start      and its process (State.Pid, watched with a pidfd when this
+ *              service shares the engine's pid namespace)
+ *   ready      a pool member: its init has the FIFO open (it waits for a claim);
+ *              otherwise: execd accepts on run/execd.sock, then the folder is
+ *              handed back to root (0755: the sandbox can no longer write into a
+ *              host folder) and run/env removed (it holds the token)
+ *   entrypoint the request's entrypoint, as an exec in the container (detached)
+ * claim(): the limits by POST /containers/{id}/update, run/env written, "go" on
+ * the FIFO, then ready and entrypoint as above.
+ *
+ * Restarts: save() keeps the container id and process; attach() finds the
+ * container again by its labels (io.tusko.sandbox.id and the service's tag),
+ * and sweep() removes every container, volume and run folder labelled with this
+ * service's tag whose sandbox the service does not know.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/buf.h"
+#include "lib/json.h"
+#include "lib/log.h"
+#include "lib/tktime.h"
+#include "sandboxd/docker_engine.h"
+#include "sandboxd/image.h"
+#include "sandboxd/runtime.h"
+#include "sandboxd/runtime_docker_spec.h"
+
+extern char **environ;
+
+/* How long a container may take to get execd listening (ASan builds are slow). */
+#define DK_READY_MS 30000
+#define DK_CALL_MS  60000
+
+typedef struct {
+    sbx_docker *dk;
+    char state_dir[PATH_MAX];
+    char tag[24];
+    char image[256];
+    char image_id[80];
+    char execd_path[PATH_MAX];
+    int64_t ws_bytes, tmp_bytes;
+    char *seccomp;
+    size_t seccomp_rules;
+    char version[32], api[16];
+    char desc[1024];
+} docker_rt;
+
+struct sbx_instance {
+    char id[SBX_ID_MAX];
+    char cid[80]; /* the container's id; "" until created */
+    char vol[64];
+    char dir[PATH_MAX];
+    char run[PATH_MAX];
+    char sock[108];
+    pid_t pid;
+    int pidfd;   /* -1: not in our pid namespace; alive() asks the engine */
+    int fifo_fd; /* a pool member's claim FIFO (write end), -1 otherwise */
+    int exited;
+    int64_t next_check_ms;
+};
+
+static docker_rt *RT(sbx_runtime *rt)
+{
+    return rt->impl;
+}
+
+/* ---------- small helpers ---------- */
+
+/* A call whose answer must have one of the statuses ok[0..]; else err says what
+ * failed with the engine's message. *out (may be NULL) gets the answer. */
+static tk_status dk(docker_rt *r, const char *what, const char *method, const char *path,
+                    json_t *body, const long *ok, json_t **out, char *err, size_t errlen)
+{
+    long status;
+    json_t *j = NULL;
+    if (out)
+        *out = NULL;
+    char e[768];
+    tk_status st = sbx_docker_call(r->dk, method, path, body, DK_CALL_MS, &status, &j, e, sizeof e);
+    if (st != TK_OK) {
+        snprintf(err, errlen, "%s: %s", what, e);
+        return st;
+    }
+    for (const long *o = ok; *o; o++) {
+        if (status == *o) {
+            if (out)
+                *out = j;
+            else
+                json_decref(j);
+            return TK_OK;
+        }
+    }
+    snprintf(err, errlen, "%s: the engine answered %ld: %s", what, status,
+             sbx_docker_message(j, "(no message)"));
+    json_decref(j);
+    return status == 404 ? TK_ENOENT : TK_ERROR;
+}
+
+static const long OK_200[] = {200, 0}, OK_201[] = {201, 0}, OK_204[] = {204, 304, 0},
+                  OK_GONE[] = {204, 404, 0}, OK_200_201[] = {200, 201, 0};
+
+static int write_file(const char *path, const char *data, mode_t mode, char *err, size_t errlen)
+{
+    char tmp[PATH_MAX + 8];
+    snprintf(tmp, sizeof tmp, "%s.new", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+        snprintf(err, errlen, "dir: create %s: %s", tmp, strerror(errno));
+        return -1;
+    }
+    size_t len = strlen(data), off = 0;
+    while (off < len) {
+        ssize_t w = write(fd, data + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            snprintf(err, errlen, "dir: write %s: %s", tmp, strerror(errno));
+            close(fd);
+            unlink(tmp);
+            return -1;
+        }
+        off += (size_t)w;
+    }
+    if (fchmod(fd, mode) != 0 || close(fd) != 0 || rename(tmp, path) != 0) {
+        snprintf(err, errlen, "dir: %s: %s", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+/* Removes <run>/ and what it holds (sockets, the FIFO, env files). */
+static void remove_run_dir(const char *run)
+{
+    DIR *d = opendir(run);
+    if (d) {
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL) {
+            if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                continue;
+            unlinkat(dirfd(d), de->d_name, 0);
+        }
+        closedir(d);
+    }
+    rmdir(run);
+}
+
+static void sleep_us(long us)
+{
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* ---------- the container's process ---------- */
+
+/* Non-zero when /proc/<pid>/cgroup names the container: State.Pid is a pid of
+ * our namespace (not so when this service runs in a container of its own). */
+static int pid_is_container(pid_t pid, const char *cid)
+{
+    char p[64], buf[4096];
+    snprintf(p, sizeof p, "/proc/%d/cgroup", (int)pid);
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    return strstr(buf, cid) != NULL;
+}
+
+/* Reads State.Pid (and status) of the container; watches it with a pidfd. */
+static tk_status watch_process(docker_rt *r, sbx_instance *in, char *state, size_t statelen,
+                               char *err, size_t errlen)
+{
+    char path[160];
+    snprintf(path, sizeof path, "/containers/%s/json", in->cid);
+    json_t *j;
+    tk_status st = dk(r, "inspect", "GET", path, NULL, OK_200, &j, err, errlen);
+    if (st != TK_OK)
+        return st;
+    json_t *s = json_object_get(j, "State");
+    int64_t pid = tk_json_int_or(s, "Pid", 0);
+    if (state)
+        snprintf(state, statelen, "%s", tk_json_str_or(s, "Status", "?"));
+    json_decref(j);
+    if (in->pidfd >= 0) {
+        close(in->pidfd);
+        in->pidfd = -1;
+    }
+    in->pid = (pid_t)pid;
+    if (pid > 0 && pid_is_container((pid_t)pid, in->cid)) {
+        in->pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+        /* the pid may have been reused between inspect and open: check again */
+        if (in->pidfd >= 0 && !pid_is_container((pid_t)pid, in->cid)) {
+            close(in->pidfd);
+            in->pidfd = -1;
+            in->exited = 1;
+        }
+    }
+    return TK_OK;
+}
+
+static int process_exited(sbx_instance *in)
+{
+    if (in->pidfd < 0)
+        return 0;
+    struct pollfd pf = {in->pidfd, POLLIN, 0};
+    return poll(&pf, 1, 0) > 0;
+}
+
+/* The last lines the container wrote (its log), for an error message. */
+static void container_log_tail(docker_rt *r, sbx_instance *in, char *out, size_t outlen)
+{
+    out[0] = '\0';
+    char path[200], e[256];
+    snprintf(path, sizeof path, "/containers/%s/logs?stdout=1&stderr=1&tail=4", in->cid);
+    long status;
+    json_t *j = NULL;
+    /* the log is a multiplexed stream, not JSON: sbx_docker_call makes it a message */
+    if (sbx_docker_call(r->dk, "GET", path, NULL, 5000, &status, &j, e, sizeof e) != TK_OK ||
+        status != 200) {
+        json_decref(j);
+        return;
+    }
+    const char *m = tk_json_str_or(j, "message", "");
+    size_t k = 0;
+    for (const unsigned char *p = (const unsigned char *)m; *p && k + 1 < outlen; p++)
+        if (*p >= 0x20 && *p < 0x7f && *p != '"')
+            out[k++] = (char)*p;
+    out[k] = '\0';
+    json_decref(j);
+}
+
+/* What to say when the container is gone while we wait for it. */
+static void exited_error(docker_rt *r, sbx_instance *in, const char *step, char *err, size_t errlen)
+{
+    char path[160], e[256], log[200];
+    snprintf(path, sizeof path, "/containers/%s/json", in->cid);
+    json_t *j = NULL;
+    int64_t code = -1;
+    if (dk(r, "inspect", "GET", path, NULL, OK_200, &j, e, sizeof e) == TK_OK)
+        code = tk_json_int_or(json_object_get(j, "State"), "ExitCode", -1);
+    json_decref(j);
+    container_log_tail(r, in, log, sizeof log);
+    snprintf(err, errlen, "%s: the container %.12s exited (code %lld)%s%s", step, in->cid,
+             (long long)code, log[0] ? "; its last output: " : "", log);
+}
+
+/* ---------- readiness ---------- */
+
+static int socket_accepts(const char *path)
+{
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    snprintf(sun.sun_path, sizeof sun.sun_path, "%s", path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    int ok = connect(fd, (struct sockaddr *)&sun, sizeof sun) == 0;
+    close(fd);
+    return ok;
+}
+
+/* Waits until cond(in) holds, the container exits, or the deadline passes. */
+static tk_status wait_for(docker_rt *r, sbx_instance *in, int (*cond)(sbx_instance *),
+                          const char *step, char *err, size_t errlen)
+{
+    int64_t t0 = tk_mono_ms();
+    long us = 500;
+    int64_t next_inspect = t0 + 1000;
+    for (;;) {
+        if (cond(in))
+            return TK_OK;
+        int64_t now = tk_mono_ms();
+        int gone = process_exited(in);
+        if (!gone && in->pidfd < 0 && now >= next_inspect) {
+            char state[32], e[256];
+            if (watch_process(r, in, state, sizeof state, e, sizeof e) == TK_OK &&
+                strcmp(state, "running") != 0)
+                gone = 1;
+            next_inspect = now + 500;
+        }
+        if (gone) {
+            if (cond(in))
+                return TK_OK;
+            exited_error(r, in, step, err, errlen);
+            return TK_ERROR;
+        }
+        if (now - t0 > DK_READY_MS) {
+            snprintf(err, errlen, "%s: the container %.12s was not ready within %d ms", step,
+                     in->cid, DK_READY_MS);
+            return TK_ETIMEOUT;
+        }
+        sleep_us(us);
+        if (us < 5000)
+            us += 250;
+    }
+}
+
+static int execd_listening(sbx_instance *in)
+{
+    return socket_accepts(in->sock);
+}
+
+/* The init has opened the FIFO for reading: it waits for the claim. */
+static int init_waiting(sbx_instance *in)
+{
+    if (in->fifo_fd >= 0)
+        return 1;
+    char p[PATH_MAX + 16];
+    snprintf(p, sizeof p, "%s/" SBX_DK_FIFO, in->run);
+    in->fifo_fd = open(p, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    return in->fifo_fd >= 0;
+}
+
+/* execd listens: hand the folder back to root and drop the env file. */
+static tk_status lock_run_dir(sbx_instance *in, char *err, size_t errlen)
+{
+    char p[PATH_MAX + 16];
+    if (chown(in->run, 0, 0) != 0 || chmod(in->run, 0755) != 0) {
+        snprintf(err, errlen, "ready: lock %s: %s", in->run, strerror(errno));
+        return TK_ERROR;
+    }
+    snprintf(p, sizeof p, "%s/" SBX_DK_ENVFILE, in->run);
+    unlink(p);
+    snprintf(p, sizeof p, "%s/" SBX_DK_FIFO, in->run);
+    unlink(p);
+    return TK_OK;
+}
+
+static tk_status write_env(sbx_instance *in, const sbx_spec *spec, const char *token, char *err,
+                           size_t errlen)
+{
+    char p[PATH_MAX + 16];
+    snprintf(p, sizeof p, "%s/" SBX_DK_ENVFILE, in->run);
+    char *env = sbx_dk_env_file(token, spec->env);
+    int rc = write_file(p, env, 0644, err, errlen);
+    free(env);
+    return rc == 0 ? TK_OK : TK_ERROR;
+}
+
+/* Runs the request's entrypoint detached in the container. A failure is logged,
+ * not fatal: the native runtime does not fail a sandbox whose entrypoint fails. */
+static void run_entrypoint(docker_rt *r, sbx_instance *in, const sbx_spec *spec)
+{
+    if (!spec->entrypoint || !spec->entrypoint[0])
+        return;
+    char path[200], err[768];
+    json_t *j;
+    snprintf(path, sizeof path, "/containers/%s/exec", in->cid);
+    if (dk(r, "entrypoint: exec", "POST", path, sbx_dk_exec_json(spec->entrypoint, spec->env),
+           OK_201, &j, err, sizeof err) != TK_OK) {
+        tk_warn("docker", "msg=\"cannot start the entrypoint\" id=%s error=\"%s\"", in->id, err);
+        return;
+    }
+    snprintf(path, sizeof path, "/exec/%s/start", tk_json_str_or(j, "Id", "-"));
+    json_decref(j);
+    if (dk(r, "entrypoint: start", "POST", path,
+           tk_json_obj("Detach", json_true(), "Tty", json_false(), NULL), OK_200_201, NULL, err,
+           sizeof err) != TK_OK)
+        tk_warn("docker", "msg=\"cannot start the entrypoint\" id=%s error=\"%s\"", in->id, err);
+}
+
+/* ---------- the ops ---------- */
+
+static void instance_paths(docker_rt *r, sbx_instance *in, const char *id)
+{
+    snprintf(in->id, sizeof in->id, "%s", id);
+    snprintf(in->dir, sizeof in->dir, "%s/sandboxes/%s", r->state_dir, id);
+    snprintf(in->run, sizeof in->run, "%s/run", in->dir);
+    snprintf(in->sock, sizeof in->sock, "%s/run/" SBX_DK_SOCK, in->dir);
+    snprintf(in->vol, sizeof in->vol, "tusko-ws-%s", id);
+}
+
+static sbx_instance *instance_new(docker_rt *r, const char *id)
+{
+    sbx_instance *in = tk_calloc(1, sizeof *in);
+    in->pidfd = -1;
+    in->fifo_fd = -1;
+    instance_paths(r, in, id);
+    return in;
+}
+
+static void instance_free(sbx_instance *in)
+{
+    if (in->pidfd >= 0)
+        close(in->pidfd);
+    if (in->fifo_fd >= 0)
+        close(in->fifo_fd);
+    free(in);
+}
+
+/* Removes the container, its volume and its run folder; quiet about what is gone. */
+static void teardown(docker_rt *r, sbx_instance *in)
+{
+    char path[200], err[768];
+    if (in->fifo_fd >= 0) {
+        close(in->fifo_fd);
+        in->fifo_fd = -1;
+    }
+    snprintf(path, sizeof path, "/containers/%s?force=1&v=1", in->cid[0] ? in->cid : "");
+    if (!in->cid[0])
+        snprintf(path, sizeof path, "/containers/tusko-%s?force=1&v=1", in->id);
+    if (dk(r, "remove the container", "DELETE", path, NULL, OK_GONE, NULL, err, sizeof err) !=
+        TK_OK)
+        tk_error("docker", "msg=\"cannot remove a sandbox's container\" id=%s error=\"%s\"", in->id,
+                 err);
+    snprintf(path, sizeof path, "/volumes/%s?force=1", in->vol);
+    for (int i = 0;; i++) {
+        long status;
+        json_t *j = NULL;
+        tk_status st =
+            sbx_docker_call(r->dk, "DELETE", path, NULL, DK_CALL_MS, &status, &j, err, sizeof err);
+        if (st == TK_OK && status == 409 && i < 50) {
+            /* still in use while the engine finishes removing the container */
+            json_decref(j);
+            sleep_us(20000);
+            continue;
+        }
+        if (st != TK_OK || (status != 204 && status != 404))
+            tk_error("docker",
+                     "msg=\"cannot remove a sandbox's volume\" id=%s volume=%s "
+                     "status=%ld error=\"%s\"",
+                     in->id, in->vol, status, st != TK_OK ? err : sbx_docker_message(j, "?"));
+        json_decref(j);
+        break;
+    }
+    remove_run_dir(in->run);
+    in->exited = 1;
+}
+
+static tk_status docker_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instance **out, char *err,
+                              size_t errlen)
+{
+    docker_rt *r = RT(rt);
+    *out = NULL;
+    sbx_instance *in = instance_new(r, spec->id);
+    char path[256], fifo[PATH_MAX + 16];
+    json_t *j = NULL;
+
+    /* dir */
+    if (mkdir(in->dir, 0700) < 0 && errno != EEXIST) {
+        snprintf(err, errlen, "dir: mkdir %s: %s", in->dir, strerror(errno));
+        goto fail;
+    }
+    if ((mkdir(in->run, 0700) < 0 && errno != EEXIST) ||
+        chown(in->run, SBX_DK_UID, SBX_DK_UID) != 0 || chmod(in->run, 0700) != 0) {
+        snprintf(err, errlen, "dir: %s: %s", in->run, strerror(errno));
+        goto fail;
+    }
+    if (spec->pooled) {
+        snprintf(fifo, sizeof fifo, "%s/" SBX_DK_FIFO, in->run);
+        if (mkfifo(fifo, 0600) != 0 || chmod(fifo, 0644) != 0) {
+            snprintf(err, errlen, "dir: mkfifo %s: %s", fifo, strerror(errno));
+            goto fail;
+        }
+    } else if (write_env(in, spec, spec->execd_token, err, errlen) != TK_OK) {
+        goto fail;
+    }
+    /* volume */
+    if (dk(r, "volume", "POST", "/volumes/create",
+           sbx_dk_volume_json(in->vol, r->tag, in->id, r->ws_bytes), OK_201, NULL, err,
+           errlen) != TK_OK)
+        goto fail;
+    /* create */
+    sbx_dk_container c = {.image = r->image,
+                          .service_tag = r->tag,
+                          .execd_path = r->execd_path,
+                          .run_dir = in->run,
+                          .volume = in->vol,
+                          .tmp_bytes = r->tmp_bytes,
+                          .seccomp_json = r->seccomp,
+                          .created_ms = tk_now_ms(),
+                          .spec = spec};
+    snprintf(path, sizeof path, "/containers/create?name=tusko-%s", in->id);
+    if (dk(r, "create", "POST", path, sbx_dk_container_json(&c), OK_201, &j, err, errlen) != TK_OK)
+        goto fail;
+    snprintf(in->cid, sizeof in->cid, "%s", tk_json_str_or(j, "Id", ""));
+    json_decref(j);
+    j = NULL;
+    if (!in->cid[0]) {
+        snprintf(err, errlen, "create: the engine's answer has no container Id");
+        goto fail;
+    }
+    /* start */
+    snprintf(path, sizeof path, "/containers/%s/start", in->cid);
+    if (dk(r, "start", "POST", path, NULL, OK_204, NULL, err, errlen) != TK_OK)
+        goto fail;
+    if (watch_process(r, in, NULL, 0, err, errlen) != TK_OK)
+        goto fail;
+    /* ready */
+    if (spec->pooled) {
+        if (wait_for(r, in, init_waiting, "ready", err, errlen) != TK_OK)
+            goto fail;
+    } else {
+        if (wait_for(r, in, execd_listening, "ready", err, errlen) != TK_OK ||
+            lock_run_dir(in, err, errlen) != TK_OK)
+            goto fail;
+        run_entrypoint(r, in, spec);
+    }
+    *out = in;
+    return TK_OK;
+fail:
+    json_decref(j);
+    teardown(r, in);
+    instance_free(in);
+    return TK_ERROR;
+}
+
+static tk_status docker_claim(sbx_runtime *rt, sbx_instance *in, const sbx_spec *spec, char *err,
+                              size_t errlen)
+{
+    docker_rt *r = RT(rt);
+    char path[200];
+    if (in->fifo_fd < 0) {
+        snprintf(err, errlen, "claim: the container %.12s is not waiting for a claim", in->cid);
+        return TK_ERROR;
+    }
+    snprintf(path, sizeof path, "/containers/%s/update", in->cid);
+    if (dk(r, "claim: limits", "POST", path, sbx_dk_limits_json(&spec->limits), OK_200, NULL, err,
+           errlen) != TK_OK)
+        return TK_ERROR;
+    if (write_env(in, spec, spec->execd_token, err, errlen) != TK_OK)
+        return TK_ERROR;
+    ssize_t w;
+    do
+        w = write(in->fifo_fd, "go\n", 3);
+    while (w < 0 && errno == EINTR);
+    int e = errno;
+    close(in->fifo_fd);
+    in->fifo_fd = -1;
+    if (w != 3) {
+        snprintf(err, errlen, "claim: write the FIFO: %s", w < 0 ? strerror(e) : "short write");
+        return TK_ERROR;
+    }
+    if (wait_for(r, in, execd_listening, "claim", err, errlen) != TK_OK ||
+        lock_run_dir(in, err, errlen) != TK_OK)
+        return TK_ERROR;
+    run_entrypoint(r, in, spec);
+    return TK_OK;
+}
+
+static tk_status pause_resume(docker_rt *r, sbx_instance *in, int pause, char *err, size_t errlen)
+{
+    char path[200];
+    snprintf(path, sizeof path, "/containers/%s/%s", in->cid, pause ? "pause" : "unpause");
+    return dk(r, pause ? "pause" : "resume", "POST", path, NULL, OK_204, NULL, err, errlen);
+}
+
+static tk_status docker_pause(sbx_runtime *rt, sbx_instance *in, char *err, size_t errlen)
+{
+    return pause_resume(RT(rt), in, 1, err, errlen);
+}
+
+static tk_status docker_resume(sbx_runtime *rt, sbx_instance *in, char *err, size_t errlen)
+{
+    return pause_resume(RT(rt), in, 0, err, errlen);
+}
+
+static void docker_destroy(sbx_runtime *rt, sbx_instance *in)
+{
+    if (!in)
+        return;
+    teardown(RT(rt), in);
+    instance_free(in);
+}
+
+static void docker_forget(sbx_runtime *rt, sbx_instance *in)
+{
+    (void)rt;
+    if (in)
+        instance_free(in);
+}
+
+static int docker_alive(sbx_runtime *rt, sbx_instance *in)
+{
+    if (in->exited)
+        return 0;
+    if (in->pidfd >= 0) {
+        if (process_exited(in)) {
+            in->exited = 1;
+            return 0;
+        }
+        return 1;
+    }
+    /* not our pid namespace: ask the engine, at most every 2 s */
+    int64_t now = tk_mono_ms();
+    if (now < in->next_check_ms)
+        return 1;
+    in->next_check_ms = now + 2000;
+    char path[160], err[256];
+    snprintf(path, sizeof path, "/containers/%s/json", in->cid);
+    json_t *j;
+    tk_status st = dk(RT(rt), "inspect", "GET", path, NULL, OK_200, &j, err, sizeof err);
+    if (st == TK_ENOENT) {
+        in->exited = 1;
+        return 0;
+    }
+    if (st != TK_OK)
+        return 1; /* the engine is busy or restarting: not a verdict */
+    const char *s = tk_json_str_or(json_object_get(j, "State"), "Status", "");
+    int live = strcmp(s, "running") == 0 || strcmp(s, "paused") == 0;
+    json_decref(j);
+    if (!live)
+        in->exited = 1;
+    return live;
+}
+
+static const char *docker_execd_socket(sbx_instance *in)
+{
+    return in->sock;
+}
+
+static json_t *docker_save(sbx_instance *in)
+{
+    return tk_json_obj("container", json_string(in->cid), "pid", json_integer(in->pid), NULL);
+}
+
+/* The containers labelled with this service's tag (and id when given). */
+static json_t *list_labelled(docker_rt *r, const char *id, char *err, size_t errlen)
+{
+    char l1[64], l2[96];
+    snprintf(l1, sizeof l1, SBX_DK_LABEL_SERVICE "=%s", r->tag);
+    snprintf(l2, sizeof l2, SBX_DK_LABEL_ID "=%s", id ? id : "");
+    const char *labels[] = {l1, l2};
+    char *f = sbx_docker_label_filter(labels, id ? 2 : 1);
+    char *path = tk_asprintf("/containers/json?all=1&filters=%s", f);
+    free(f);
+    json_t *j = NULL;
+    tk_status st = dk(r, "list containers", "GET", path, NULL, OK_200, &j, err, errlen);
+    free(path);
+    if (st != TK_OK)
+        return NULL;
+    if (!json_is_array(j)) {
+        json_decref(j);
+        snprintf(err, errlen, "list containers: the answer is not a list");
+        return NULL;
+    }
+    return j;
+}
+
+static tk_status docker_attach(sbx_runtime *rt, const char *id, const json_t *saved, int paused,
+                               sbx_instance **out, char *err, size_t errlen)
+{
+    docker_rt *r = RT(rt);
+    *out = NULL;
+    json_t *list = list_labelled(r, id, err, errlen);
+    if (!list)
+        return TK_ERROR;
+    if (json_array_size(list) == 0) {
+        snprintf(err, errlen, "attach: no container is labelled " SBX_DK_LABEL_ID "=%s", id);
+        json_decref(list);
+        return TK_ENOENT;
+    }
+    json_t *c = json_array_get(list, 0);
+    const char *state = tk_json_str_or(c, "State", "?");
+    const char *saved_cid = tk_json_str(saved, "container");
+    sbx_instance *in = instance_new(r, id);
+    snprintf(in->cid, sizeof in->cid, "%s", tk_json_str_or(c, "Id", ""));
+    tk_status st = TK_OK;
+    if (saved_cid && strcmp(saved_cid, in->cid) != 0)
+        tk_warn("docker",
+                "msg=\"the container labelled with a sandbox is not the one recorded; using the "
+                "labelled one\" id=%s recorded=%.12s labelled=%.12s",
+                id, saved_cid, in->cid);
+    if (strcmp(state, "running") != 0 && strcmp(state, "paused") != 0) {
+        snprintf(err, errlen, "attach: the container %.12s is %s", in->cid, state);
+        st = TK_ENOENT;
+    }
+    int is_paused = strcmp(state, "paused") == 0;
+    json_decref(list);
+    struct stat sb;
+    if (st == TK_OK && (stat(in->sock, &sb) != 0 || !S_ISSOCK(sb.st_mode))) {
+        snprintf(err, errlen, "attach: %s is gone", in->sock);
+        st = TK_ENOENT;
+    }
+    if (st == TK_OK)
+        st = watch_process(r, in, NULL, 0, err, errlen);
+    if (st == TK_OK && is_paused != paused) {
+        char e2[256];
+        if (pause_resume(r, in, paused, e2, sizeof e2) != TK_OK)
+            tk_warn("docker", "msg=\"cannot restore the paused state\" id=%s error=\"%s\"", id, e2);
+    }
+    if (st != TK_OK) {
+        instance_free(in);
+        return st;
+    }
+    *out = in;
+    return TK_OK;
+}
+
+static int kept(const char *id, const char *const *keep, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (id && strcmp(id, keep[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static void docker_sweep(sbx_runtime *rt, const char *const *keep, size_t n)
+{
+    docker_rt *r = RT(rt);
+    char err[768];
+    json_t *list = list_labelled(r, NULL, err, sizeof err);
+    size_t i;
+    json_t *c;
+    json_array_foreach(list, i, c)
+    {
+        const char *id = tk_json_str(json_object_get(c, "Labels"), SBX_DK_LABEL_ID);
+        if (kept(id, keep, n) || !id || !sbx_dk_id_ok(id))
+            continue;
+        tk_info("docker", "msg=\"removing a leftover container\" id=%s container=%.12s", id,
+                tk_json_str_or(c, "Id", "?"));
+        sbx_instance *in = instance_new(r, id);
+        snprintf(in->cid, sizeof in->cid, "%s", tk_json_str_or(c, "Id", ""));
+        teardown(r, in);
+        instance_free(in);
+    }
+    json_decref(list);
+    if (!list)
+        tk_error("docker", "msg=\"cannot list leftover containers\" error=\"%s\"", err);
+    /* volumes whose container was never made or is gone */
+    char l1[64];
+    snprintf(l1, sizeof l1, SBX_DK_LABEL_SERVICE "=%s", r->tag);
+    const char *labels[] = {l1};
+    char *f = sbx_docker_label_filter(labels, 1);
+    char *path = tk_asprintf("/volumes?filters=%s", f);
+    free(f);
+    json_t *v = NULL;
+    if (dk(r, "list volumes", "GET", path, NULL, OK_200, &v, err, sizeof err) == TK_OK) {
+        json_array_foreach(json_object_get(v, "Volumes"), i, c)
+        {
+            const char *id = tk_json_str(json_object_get(c, "Labels"), SBX_DK_LABEL_ID);
+            const char *name = tk_json_str(c, "Name");
+            if (!id || !name || kept(id, keep, n) || !sbx_dk_id_ok(id))
+                continue;
+            tk_info("docker", "msg=\"removing a leftover volume\" id=%s volume=%s", id, name);
+            char vp[200];
+            char *en = sbx_docker_qescape(name);
+            snprintf(vp, sizeof vp, "/volumes/%s?force=1", en);
+            free(en);
+            if (dk(r, "remove a volume", "DELETE", vp, NULL, OK_GONE, NULL, err, sizeof err) !=
+                TK_OK)
+                tk_error("docker", "msg=\"cannot remove a leftover volume\" error=\"%s\"", err);
+        }
+    } else {
+        tk_error("docker", "msg=\"cannot list leftover volumes\" error=\"%s\"", err);
+    }
+    json_decref(v);
+    free(path);
+    /* run folders of sandboxes the service does not know */
+    char sdir[PATH_MAX + 16];
+    snprintf(sdir, sizeof sdir, "%s/sandboxes", r->state_dir);
+    DIR *d = opendir(sdir);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.' || kept(de->d_name, keep, n))
+            continue;
+        sbx_instance tmp;
+        memset(&tmp, 0, sizeof tmp);
+        instance_paths(r, &tmp, de->d_name);
+        struct stat sb;
+        if (lstat(tmp.run, &sb) == 0 && S_ISDIR(sb.st_mode))
+            remove_run_dir(tmp.run);
+        rmdir(tmp.dir); /* only when empty: a record is the service's business */
+    }
+    closedir(d);
+}
+
+static const char *docker_describe(sbx_runtime *rt)
+{
+    return RT(rt)->desc;
+}
+
+static void docker_free(sbx_runtime *rt)
+{
+    if (!rt)
+        return;
+    docker_rt *r = RT(rt);
+    sbx_docker_free(r->dk);
+    free(r->seccomp);
+    free(r);
+    free(rt);
+}
+
+static const sbx_runtime_ops docker_ops = {
+    .name = "docker",
+    .start = docker_start,
+    .claim = docker_claim,
+    .pause = docker_pause,
+    .resume = docker_resume,
+    .destroy = docker_destroy,
+    .forget = docker_forget,
+    .alive = docker_alive,
+    .execd_socket = docker_execd_socket,
+    .save = docker_save,
+    .attach = docker_attach,
+    .sweep = docker_sweep,
+    .describe = docker_describe,
+    .free = docker_free,
+};
+
+/* ---------- the image ---------- */
+
+struct tar_src {
+    int fd;
+};
+
+static size_t tar_read(char *buf, size_t len, void *ud)
+{
+    struct tar_src *t = ud;
+    for (;;) {
+        ssize_t n = read(t->fd, buf, len);
+        if (n >= 0)
+            return (size_t)n;
+        if (errno != EINTR)
+            return SBX_DOCKER_READ_ABORT;
+    }
+}
+
+/* docker import of the root filesystem: tar (execve with an argv, no shell)
+ * streamed into POST /images/create?fromSrc=-, as export-docker.sh does. */
+static tk_status import_image(docker_rt *r, const sbx_image *img, char *err, size_t errlen)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0) {
+        snprintf(err, errlen, "image import: pipe: %s", strerror(errno));
+        return TK_ERROR;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+    char *argv[] = {"tar",
+                    "-C",
+                    (char *)img->rootfs,
+                    "--numeric-owner",
+                    "--one-file-system",
+                    "--exclude=./dev/*",
+                    "--exclude=./proc/*",
+                    "--exclude=./sys/*",
+                    "-cf",
+                    "-",
+                    ".",
+                    NULL};
+    pid_t pid;
+    int rc = posix_spawnp(&pid, "tar", &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(p[1]);
+    if (rc != 0) {
+        close(p[0]);
+        snprintf(err, errlen, "image import: cannot run tar: %s", strerror(rc));
+        return TK_ERROR;
+    }
+    char *repo = sbx_docker_qescape(SBX_IMAGE_NAME);
+    char *tag = sbx_docker_qescape(img->hash);
+    char msg[128];
+    snprintf(msg, sizeof msg,
+             "tusko-sandbox %s (images/sandbox/build.sh, imported by tusko-sandboxd)", img->hash);
+    char *emsg = sbx_docker_qescape(msg);
+    static const char *const changes[] = {
+        "ENV LANG=C.UTF-8",
+        "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "WORKDIR /workspace",
+        "CMD [\"/bin/bash\"]",
+    };
+    tk_buf q;
+    tk_buf_init(&q, 8192);
+    tk_buf_printf(&q, "/images/create?fromSrc=-&repo=%s&tag=%s&message=%s", repo, tag, emsg);
+    for (size_t i = 0; i < TK_ARRAY_LEN(changes); i++) {
+        char *c = sbx_docker_qescape(changes[i]);
+        tk_buf_printf(&q, "&changes=%s", c);
+        free(c);
+    }
+    free(repo);
+    free(tag);
+    free(emsg);
+    tk_info("docker",
+            "msg=\"importing the sandbox image into Docker (once per recipe; about a "
+            "minute)\" rootfs=%s image=%s",
+            img->rootfs, r->image);
+    int64_t t0 = tk_mono_ms();
+    struct tar_src src = {p[0]};
+    tk_status st = sbx_docker_upload(r->dk, tk_buf_cstr(&q), "application/x-tar", tar_read, &src,
+                                     30L * 60 * 1000, err, errlen);
+    tk_buf_free(&q);
+    close(p[0]);
+    if (st != TK_OK)
+        kill(pid, SIGKILL);
+    int ws = 0;
+    while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+        ;
+    if (st == TK_OK && !(WIFEXITED(ws) && WEXITSTATUS(ws) == 0)) {
+        snprintf(err, errlen, "image import: tar of %s failed (status %d)", img->rootfs, ws);
+        st = TK_ERROR;
+    }
+    if (st == TK_OK)
+        tk_info("docker", "msg=\"sandbox image imported\" image=%s ms=%lld", r->image,
+                (long long)(tk_mono_ms() - t0));
+    return st;
+}
+
+/* The image's id when the engine has ref; TK_ENOENT when it has not. */
+static tk_status image_id(docker_rt *r, const char *ref, char *id, size_t idlen, char *err,
+                          size_t errlen)
+{
+    char *e = sbx_docker_qescape(ref);
+    char *path = tk_asprintf("/images/%s/json", e);
+    free(e);
+    json_t *j;
+    tk_status st = dk(r, "image", "GET", path, NULL, OK_200, &j, err, errlen);
+    free(path);
+    if (st == TK_OK) {
+        snprintf(id, idlen, "%s", tk_json_str_or(j, "Id", "?"));
+        json_decref(j);
+    }
+    return st;
+}
+
+static tk_status find_or_import_image(docker_rt *r, const sbx_runtime_config *cfg, char *err,
+                                      size_t errlen)
+{
+    char e[768];
+    if (cfg->docker_image && *cfg->docker_image) {
+        snprintf(r->image, sizeof r->image, "%s", cfg->docker_image);
+        tk_status st = image_id(r, r->image, r->image_id, sizeof r->image_id, e, sizeof e);
+        if (st == TK_ENOENT)
+            snprintf(err, errlen,
+                     "SANDBOX_DOCKER_IMAGE=%s: the engine has no such image (load or import it, "
+                     "or leave the setting empty to import SANDBOX_IMAGE_DIR)",
+                     r->image);
+        else if (st != TK_OK)
+            snprintf(err, errlen, "%s", e);
+        return st;
+    }
+    sbx_image img;
+    if (sbx_image_find(cfg->image_dir, &img, e, sizeof e) != TK_OK) {
+        snprintf(err, errlen, "the docker runtime imports the sandbox image, but: %s", e);
+        return TK_ERROR;
+    }
+    if (!img.hash[0]) {
+        snprintf(err, errlen,
+                 "the sandbox image at %s has no recipe hash (image.json) to tag the Docker image "
+                 "with: build it with images/sandbox/build.sh, or set SANDBOX_DOCKER_IMAGE",
+                 img.rootfs);
+        return TK_ERROR;
+    }
+    snprintf(r->image, sizeof r->image, "%s:%s", SBX_IMAGE_NAME, img.hash);
+    tk_status st = image_id(r, r->image, r->image_id, sizeof r->image_id, e, sizeof e);
+    if (st == TK_ENOENT) {
+        if (import_image(r, &img, e, sizeof e) != TK_OK) {
+            snprintf(err, errlen, "the sandbox image could not be imported into Docker as %s: %s",
+                     r->image, e);
+            return TK_ERROR;
+        }
+        st = image_id(r, r->image, r->image_id, sizeof r->image_id, e, sizeof e);
+    }
+    if (st != TK_OK)
+        snprintf(err, errlen, "%s", e);
+    return st;
+}
+
+/* ---------- open ---------- */
+
+static unsigned long long fnv1a(const char *s)
+{
+    unsigned long long h = 1469598103934665603ULL;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+static int api_at_least(const char *api, int major, int minor)
+{
+    int a = 0, b = 0;
+    if (sscanf(api, "%d.%d", &a, &b) != 2)
+        return 0;
+    return a > major || (a == major && b >= minor);
+}
+
+sbx_runtime *sbx_runtime_docker_open(const sbx_runtime_config *cfg, char *err, size_t errlen)
+{
+    docker_rt *r = tk_calloc(1, sizeof *r);
+    char e[768];
+    snprintf(r->state_dir, sizeof r->state_dir, "%s", cfg->state_dir);
+    r->ws_bytes = cfg->workspace_bytes;
+    r->tmp_bytes = cfg->tmp_bytes;
+    if (geteuid() != 0) {
+        snprintf(err, errlen,
+                 "the docker runtime needs root (it hands each sandbox's socket folder to the "
+                 "sandbox user and back); run tusko-sandboxd as root");
+        goto fail;
+    }
+    /* <state>/sandboxes/<uuid>/run/execd.sock must fit a unix socket path */
+    if (strlen(r->state_dir) + strlen("/sandboxes/") + 36 + strlen("/run/" SBX_DK_SOCK) >=
+        sizeof(((struct sockaddr_un *)0)->sun_path)) {
+        snprintf(err, errlen,
+                 "SANDBOXD_STATE_DIR \"%s\" is too long for the docker runtime: the execd sockets "
+                 "under it would not fit a unix socket path (at most %zu characters)",
+                 r->state_dir,
+                 sizeof(((struct sockaddr_un *)0)->sun_path) - 1 - strlen("/sandboxes/") - 36 -
+                     strlen("/run/" SBX_DK_SOCK));
+        goto fail;
+    }
+    if (!realpath(cfg->execd_path, r->execd_path) || access(r->execd_path, X_OK) != 0) {
+        snprintf(err, errlen,
+                 "SANDBOX_EXECD_PATH: no executable tusko-execd at %s (build it with make)",
+                 cfg->execd_path);
+        goto fail;
+    }
+    r->dk = sbx_docker_new(cfg->docker_host, err, errlen);
+    if (!r->dk)
+        goto fail;
+    if (sbx_docker_version(r->dk, r->version, sizeof r->version, r->api, sizeof r->api, err,
+                           errlen) != TK_OK)
+        goto fail;
+    if (!api_at_least(r->api, 1, 41)) {
+        snprintf(err, errlen,
+                 "the Docker engine at %s speaks API %s (engine %s); the docker runtime needs API "
+                 "1.41 or later (Docker 20.10)",
+                 sbx_docker_host(r->dk), r->api, r->version);
+        goto fail;
+    }
+    json_t *prof = sbx_dk_seccomp_profile(err, errlen);
+    if (!prof)
+        goto fail;
+    r->seccomp_rules = json_array_size(json_object_get(prof, "syscalls"));
+    r->seccomp = tk_json_dumps(prof);
+    json_decref(prof);
+    snprintf(r->tag, sizeof r->tag, "%08llx", fnv1a(r->state_dir) & 0xffffffffULL);
+    if (find_or_import_image(r, cfg, e, sizeof e) != TK_OK) {
+        snprintf(err, errlen, "%s", e);
+        goto fail;
+    }
+    snprintf(r->desc, sizeof r->desc,
+             "docker engine=%s api=%s host=%s image=%s (%.19s) service_tag=%s network=none "
+             "seccomp=deny-list(%zu rules) caps=none readonly_root=1 user=%d execd=%s",
+             r->version, r->api, sbx_docker_host(r->dk), r->image, r->image_id, r->tag,
+             r->seccomp_rules, SBX_DK_UID, r->execd_path);
+    sbx_runtime *rt = tk_calloc(1, sizeof *rt);
+    rt->ops = &docker_ops;
+    rt->impl = r;
+    return rt;
+fail:
+    sbx_docker_free(r->dk);
+    free(r->seccomp);
+    free(r);
+    return NULL;
+}
