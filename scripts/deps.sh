@@ -18,10 +18,10 @@ run=(postgresql-15 debootstrap debian-archive-keyring iproute2 util-linux ca-cer
 # Test: Node.js for the harness (skipped when a node is already installed), the
 # comparison runtimes for benchmarks.
 # tusko-sandboxd: nothing beyond build and run (libseccomp, libcap, debootstrap for
-# its image); bubblewrap is bench/acquire's comparison row, and the same bench
-# installs docker.io itself for its `docker run` row (not every machine can run
-# dockerd, and the tests do not need it).
-test=(bubblewrap)
+# its image); bubblewrap is bench/acquire's comparison row. docker.io (Debian's
+# engine, with containerd, runc and tini): the docker runtime's tests and bench
+# rows; tests/setup.d/20-docker.sh starts dockerd when none runs.
+test=(bubblewrap docker.io)
 # tusko-execd's tests run execd on the host: its code contexts need the Jupyter
 # kernel and the libraries the sandbox image has (images/sandbox/).
 test+=(python3-ipykernel python3-pandas python3-matplotlib)

@@ -34,12 +34,6 @@ export function inspect(ref) {
   return JSON.parse(docker('inspect', ref))[0];
 }
 
-let dataRoot;
-export function dataRootDir() {
-  if (!dataRoot) dataRoot = docker('info', '-f', '{{.DockerRootDir}}');
-  return dataRoot;
-}
-
 // Sandbox id → its container's cgroup folders, remembered while it runs so that
 // a test can prove they are gone after the container is.
 const cgroupDirs = new Map();
@@ -93,10 +87,11 @@ export function cgroupFile(id, ctrl, file) {
   return p && fs.existsSync(p) ? fs.readFileSync(p, 'utf8').trim() : null;
 }
 
-// Host mounts, without the engine's own (each sandbox's are in footprint()).
-export function hostMounts(all) {
-  const root = dataRootDir();
-  return all.filter((l) => !l.includes(` ${root}/`));
+// Mount lines that are not a Docker engine's (any engine's data root layout:
+// overlay2/<id>/merged, volumes/<name>/_data, netns/<id>).
+const ENGINE_MOUNT = / \S*\/(overlay2\/[0-9a-f]+\/merged|volumes\/[^ /]+\/_data|netns\/[0-9a-f]+) /;
+export function withoutEngineMounts(all) {
+  return all.filter((l) => !ENGINE_MOUNT.test(l));
 }
 
 export function footprint(stateDir, id, ns, processesIn) {

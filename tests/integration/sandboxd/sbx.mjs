@@ -274,9 +274,12 @@ export function cgroupFile(id, ctrl, file) {
   return null;
 }
 
+// Host mounts, without a Docker engine's own (overlays, volumes, netns): an
+// engine on this machine (ours for the docker runtime, or anyone's) mounts and
+// unmounts those as its containers come and go; a docker sandbox's own are
+// counted by footprint().
 export function hostMounts() {
-  const all = fs.readFileSync('/proc/self/mountinfo', 'utf8').trim().split('\n');
-  return DOCKER ? dk.hostMounts(all) : all;
+  return dk.withoutEngineMounts(fs.readFileSync('/proc/self/mountinfo', 'utf8').trim().split('\n'));
 }
 
 // Everything the host holds for a sandbox, for before/after comparisons; GONE
