@@ -14,7 +14,7 @@
  *              service shares the engine's pid namespace)
  *   ready      a pool member: its init has the FIFO open (it waits for a claim);
  *              otherwise: execd accepts on run/execd.sock, then the folder is
- *              handed back to root (0755: the sandbox can no longer write into a
+ *              handed back to root (0700: the sandbox can no longer write into a
  *              host folder) and run/env removed (it holds the token)
  *   entrypoint the request's entrypoint, as an exec in the container (detached)
  * claim(): the limits by POST /containers/{id}/update, run/env written, "go" on
@@ -61,6 +61,10 @@ extern char **environ;
 typedef struct {
     sbx_docker *dk;
     char state_dir[PATH_MAX];
+    /* where the run folders go when <state>/sandboxes/<id>/run/execd.sock would
+     * not fit a unix socket path: /run/tusko-sandboxd.<tag>/ (0700), as the
+     * native runtime does; "" otherwise */
+    char short_dir[64];
     char tag[24];
     char image[256];
     char image_id[80];
@@ -346,7 +350,7 @@ static int init_waiting(sbx_instance *in)
 static tk_status lock_run_dir(sbx_instance *in, char *err, size_t errlen)
 {
     char p[PATH_MAX + 16];
-    if (chown(in->run, 0, 0) != 0 || chmod(in->run, 0755) != 0) {
+    if (chown(in->run, 0, 0) != 0 || chmod(in->run, 0700) != 0) {
         snprintf(err, errlen, "ready: lock %s: %s", in->run, strerror(errno));
         return TK_ERROR;
     }
@@ -396,8 +400,12 @@ static void instance_paths(docker_rt *r, sbx_instance *in, const char *id)
 {
     snprintf(in->id, sizeof in->id, "%s", id);
     snprintf(in->dir, sizeof in->dir, "%s/sandboxes/%s", r->state_dir, id);
-    snprintf(in->run, sizeof in->run, "%s/run", in->dir);
-    snprintf(in->sock, sizeof in->sock, "%s/run/" SBX_DK_SOCK, in->dir);
+    if (r->short_dir[0])
+        snprintf(in->run, sizeof in->run, "%s/%s", r->short_dir, id);
+    else
+        snprintf(in->run, sizeof in->run, "%s/run", in->dir);
+    snprintf(in->sock, sizeof in->sock, "%.*s/" SBX_DK_SOCK,
+             (int)(sizeof in->sock - sizeof("/" SBX_DK_SOCK)), in->run);
     snprintf(in->vol, sizeof in->vol, "tusko-ws-%s", id);
 }
 
@@ -642,7 +650,8 @@ static const char *docker_execd_socket(sbx_instance *in)
 
 static json_t *docker_save(sbx_instance *in)
 {
-    return tk_json_obj("container", json_string(in->cid), "pid", json_integer(in->pid), NULL);
+    return tk_json_obj("container", json_string(in->cid), "pid", json_integer(in->pid), "socket",
+                       json_string(in->sock), NULL);
 }
 
 /* The containers labelled with this service's tag (and id when given). */
@@ -686,6 +695,13 @@ static tk_status docker_attach(sbx_runtime *rt, const char *id, const json_t *sa
     const char *saved_cid = tk_json_str(saved, "container");
     sbx_instance *in = instance_new(r, id);
     snprintf(in->cid, sizeof in->cid, "%s", tk_json_str_or(c, "Id", ""));
+    /* the socket where it was made (the state dir's length decides where) */
+    const char *saved_sock = tk_json_str(saved, "socket");
+    const char *slash = saved_sock ? strrchr(saved_sock, '/') : NULL;
+    if (slash && strlen(saved_sock) < sizeof in->sock && strcmp(slash, "/" SBX_DK_SOCK) == 0) {
+        snprintf(in->sock, sizeof in->sock, "%s", saved_sock);
+        snprintf(in->run, sizeof in->run, "%.*s", (int)(slash - saved_sock), saved_sock);
+    }
     tk_status st = TK_OK;
     if (saved_cid && strcmp(saved_cid, in->cid) != 0)
         tk_warn("docker",
@@ -796,6 +812,16 @@ static void docker_sweep(sbx_runtime *rt, const char *const *keep, size_t n)
         rmdir(tmp.dir); /* only when empty: a record is the service's business */
     }
     closedir(d);
+    if (!r->short_dir[0] || !(d = opendir(r->short_dir)))
+        return;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.' || kept(de->d_name, keep, n) || !sbx_dk_id_ok(de->d_name))
+            continue;
+        char run[PATH_MAX];
+        snprintf(run, sizeof run, "%s/%s", r->short_dir, de->d_name);
+        remove_run_dir(run);
+    }
+    closedir(d);
 }
 
 static const char *docker_describe(sbx_runtime *rt)
@@ -808,6 +834,8 @@ static void docker_free(sbx_runtime *rt)
     if (!rt)
         return;
     docker_rt *r = RT(rt);
+    if (r->short_dir[0])
+        rmdir(r->short_dir); /* only when no sandbox is left */
     sbx_docker_free(r->dk);
     free(r->seccomp);
     free(r);
@@ -1024,16 +1052,18 @@ sbx_runtime *sbx_runtime_docker_open(const sbx_runtime_config *cfg, char *err, s
                  "sandbox user and back); run tusko-sandboxd as root");
         goto fail;
     }
+    snprintf(r->tag, sizeof r->tag, "%08llx", fnv1a(r->state_dir) & 0xffffffffULL);
     /* <state>/sandboxes/<uuid>/run/execd.sock must fit a unix socket path */
     if (strlen(r->state_dir) + strlen("/sandboxes/") + 36 + strlen("/run/" SBX_DK_SOCK) >=
         sizeof(((struct sockaddr_un *)0)->sun_path)) {
-        snprintf(err, errlen,
-                 "SANDBOXD_STATE_DIR \"%s\" is too long for the docker runtime: the execd sockets "
-                 "under it would not fit a unix socket path (at most %zu characters)",
-                 r->state_dir,
-                 sizeof(((struct sockaddr_un *)0)->sun_path) - 1 - strlen("/sandboxes/") - 36 -
-                     strlen("/run/" SBX_DK_SOCK));
-        goto fail;
+        snprintf(r->short_dir, sizeof r->short_dir, "/run/tusko-sandboxd.%s", r->tag);
+        if ((mkdir(r->short_dir, 0700) < 0 && errno != EEXIST) || chmod(r->short_dir, 0700) != 0) {
+            snprintf(err, errlen,
+                     "mkdir %s (for execd sockets: the state dir's path is too long for them): %s",
+                     r->short_dir, strerror(errno));
+            r->short_dir[0] = '\0';
+            goto fail;
+        }
     }
     if (!realpath(cfg->execd_path, r->execd_path) || access(r->execd_path, X_OK) != 0) {
         snprintf(err, errlen,
@@ -1060,21 +1090,23 @@ sbx_runtime *sbx_runtime_docker_open(const sbx_runtime_config *cfg, char *err, s
     r->seccomp_rules = json_array_size(json_object_get(prof, "syscalls"));
     r->seccomp = tk_json_dumps(prof);
     json_decref(prof);
-    snprintf(r->tag, sizeof r->tag, "%08llx", fnv1a(r->state_dir) & 0xffffffffULL);
     if (find_or_import_image(r, cfg, e, sizeof e) != TK_OK) {
         snprintf(err, errlen, "%s", e);
         goto fail;
     }
     snprintf(r->desc, sizeof r->desc,
              "docker engine=%s api=%s host=%s image=%s (%.19s) service_tag=%s network=none "
-             "seccomp=deny-list(%zu rules) caps=none readonly_root=1 user=%d execd=%s",
+             "seccomp=deny-list(%zu rules) caps=none readonly_root=1 user=%d execd=%s sockets=%s",
              r->version, r->api, sbx_docker_host(r->dk), r->image, r->image_id, r->tag,
-             r->seccomp_rules, SBX_DK_UID, r->execd_path);
+             r->seccomp_rules, SBX_DK_UID, r->execd_path,
+             r->short_dir[0] ? r->short_dir : "<state>/sandboxes/<id>/run");
     sbx_runtime *rt = tk_calloc(1, sizeof *rt);
     rt->ops = &docker_ops;
     rt->impl = r;
     return rt;
 fail:
+    if (r->short_dir[0])
+        rmdir(r->short_dir);
     sbx_docker_free(r->dk);
     free(r->seccomp);
     free(r);

@@ -74,8 +74,12 @@ describe('docker runtime: the container', () => {
     assert.equal(byTarget['/run/tusko'].Source, path.join(s.stateDir, 'sandboxes', id, 'run'));
     const v = JSON.parse(docker('volume', 'inspect', `tusko-ws-${id}`))[0];
     assert.equal(v.Options.type, 'tmpfs');
-    const r = await s.api.exec(id, 'cat /proc/1/comm; echo $GREETING; (touch /run/tusko/x) 2>/dev/null; echo rc=$?; ls /run/tusko');
-    assert.equal(r.stdout, 'tusko-execd\nhi\nrc=1\nexecd.sock', 'the socket folder is not writable inside and holds only the socket');
+    const r = await s.api.exec(id, 'cat /proc/1/comm; echo $GREETING; (touch /run/tusko/x) 2>/dev/null; echo rc=$?; ls /run/tusko 2>/dev/null; echo rc=$?');
+    assert.equal(r.stdout, 'tusko-execd\nhi\nrc=1\nrc=2', 'the socket folder is closed to the sandbox once execd listens');
+    const run = fs.statSync(path.join(s.stateDir, 'sandboxes', id, 'run'));
+    assert.equal(run.uid, 0);
+    assert.equal(run.mode & 0o777, 0o700);
+    assert.deepEqual(fs.readdirSync(path.join(s.stateDir, 'sandboxes', id, 'run')), ['execd.sock']);
   });
 
   test('labels: the sandbox id, the service, the owner metadata and the expiry; the execd token is nowhere in the container', async () => {
