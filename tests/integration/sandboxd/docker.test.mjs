@@ -53,6 +53,10 @@ describe('docker runtime: the container', () => {
     const denied = profile.syscalls.flatMap((r) => (r.args && r.args.length ? [] : r.names));
     for (const n of ['mount', 'ptrace', 'unshare', 'setns', 'bpf', 'init_module', 'kexec_load', 'keyctl', 'reboot']) assert.ok(denied.includes(n), n);
     assert.equal(c.Config.User, '1000:1000');
+    // no user namespace (Docker's userns-remap is not used): the sandbox user is
+    // host uid 1000, unprivileged but not a reserved id as with the native runtime
+    const status = fs.readFileSync(`/proc/${c.State.Pid}/status`, 'utf8');
+    assert.match(status, /^Uid:\s+1000\s+1000\s+1000\s+1000$/m);
     assert.ok(hc.MaskedPaths.includes('/sys'));
     assert.equal(hc.CgroupnsMode, 'private');
   });

@@ -12,6 +12,7 @@ import {
   GONE,
   HOST_MOUNTS,
   KEY,
+  NATIVE_ONLY,
   alive,
   cgroupFile,
   client,
@@ -365,7 +366,7 @@ describe('sandboxd cold start, expiry and idle reaping', () => {
 });
 
 describe('sandboxd variants', () => {
-  test('without a user namespace (SANDBOX_USERNS=off) the sandbox runs as an unprivileged host uid', async () => {
+  test('without a user namespace (SANDBOX_USERNS=off) the sandbox runs as an unprivileged host uid', NATIVE_ONLY, async () => {
     const s = await startSandboxd({ env: { SANDBOX_USERNS: 'off' } });
     assert.doesNotMatch(s.log(), /namespaces=[a-z,]*user/);
     const c = await s.api.create();
@@ -380,7 +381,7 @@ describe('sandboxd variants', () => {
     await s.stop();
   });
 
-  test('with a user namespace the sandbox user is uid 1000 inside and 200001000 outside', async () => {
+  test('with a user namespace the sandbox user is uid 1000 inside and 200001000 outside', NATIVE_ONLY, async () => {
     const s = await startSandboxd();
     assert.match(s.log(), /namespaces=[a-z,]*user/);
     const c = await s.api.create();

@@ -18,6 +18,8 @@ const DOCKER = RUNTIME === 'docker';
 // (docker mounts its workspace volume in the host's namespace).
 export const INIT_COMM = DOCKER ? 'tusko-execd' : 'sbx-init';
 export const HOST_MOUNTS = DOCKER ? 1 : 0;
+// test() options for what only the native runtime has (user namespaces, ...).
+export const NATIVE_ONLY = DOCKER ? { skip: 'native runtime only' } : {};
 
 export const KEY = 'k-sandboxd-test-key-0123456789abcdef';
 export const EXECD_PORT = 44772;
