@@ -63,6 +63,8 @@ tk_httpd *app_server_start(const tk_prog *prog, char *err, size_t errlen)
         .auth = app_auth_hook,
         .headers = a->secure_cookies ? app_security_headers_https : app_security_headers,
     };
+    if (utopia_start(err, errlen) != TK_OK)
+        return NULL;
     tk_httpd *h = tk_httpd_start(&hc, table, n, err, errlen);
     if (h)
         tk_info("http", "msg=\"routes\" count=%zu", n);

@@ -12,6 +12,7 @@
 
 #include "app/app.h"
 #include "app/auth/auth.h"
+#include "app/sessions.h"
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/pg.h"
@@ -32,6 +33,45 @@ const utopia *utopia_app(void)
 {
     pthread_once(&once, init_once);
     return U_status == TK_OK ? &U : NULL;
+}
+
+/* A chat's own documents go with it; what was learned in it (facts, memories)
+ * stays: long-term memory outlives chats. */
+static void on_chat_deleted(const char *session_id, const char *user_id, void *ud)
+{
+    (void)ud;
+    const utopia *u = utopia_app();
+    PGconn *c = u ? app_db_acquire() : NULL;
+    if (!c)
+        return;
+    const char *p[] = {user_id, session_id};
+    PGresult *res =
+        tk_pg_query(c, "SELECT id FROM utopia_documents WHERE user_id = $1 AND chat_id = $2", 2, p);
+    for (int i = 0; tk_pg_ok(res) && i < PQntuples(res); i++) {
+        json_t *out = NULL;
+        char err[256];
+        if (utopia_doc_delete(u, c, user_id, PQgetvalue(res, i, 0), &out, err, sizeof err) != TK_OK)
+            tk_warn("utopia", "msg=\"chat document not deleted\" error=\"%s\"", err);
+        json_decref(out);
+    }
+    PQclear(res);
+    app_db_release(c);
+}
+
+static void register_hook(void)
+{
+    app_sessions_on_delete(on_chat_deleted, NULL);
+}
+
+tk_status utopia_start(char *err, size_t errlen)
+{
+    if (!utopia_app()) {
+        snprintf(err, errlen, "%s", U_err);
+        return TK_EINVAL;
+    }
+    static pthread_once_t hook_once = PTHREAD_ONCE_INIT;
+    pthread_once(&hook_once, register_hook);
+    return TK_OK;
 }
 
 void utopia_respond_status(tk_req *r, tk_status st, const char *err)

@@ -16,6 +16,10 @@
  * settings were refused (logged). */
 const utopia *utopia_app(void);
 
+/* At server start: checks the settings (a refusal stops the start) and
+ * registers the chat-deletion hook (a chat's documents go with it). */
+tk_status utopia_start(char *err, size_t errlen);
+
 /* Answers a Utopia error: 400 INVALID_REQUEST, 404 NOT_FOUND, 413 TOO_LARGE,
  * 415 UNSUPPORTED_DOCUMENT, 422 EXTRACTION_TIMEOUT, 500 UTOPIA_ERROR. */
 void utopia_respond_status(tk_req *r, tk_status st, const char *err);

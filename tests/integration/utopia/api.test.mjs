@@ -191,3 +191,35 @@ describe('utopia api', () => {
     assert.equal(r.status, 400);
   });
 });
+
+describe('utopia and chats', () => {
+  test('deleting a chat deletes its documents, not what was learned in it', async () => {
+    const t = await startTusko({ tag: 'utopiachat' });
+    const u = makeUser(t.pg, 'carol@example.com');
+    const chat = (await api(t.tusko.url, '/api/sessions', { method: 'POST', headers: u.auth })).json.id;
+    let r = await api(t.tusko.url, `/api/utopia/documents?chat_id=${chat}`, { method: 'POST', body: 'Pangolins eat ants.', headers: { ...u.auth, 'content-type': 'text/plain' } });
+    assert.equal(r.status, 201);
+    r = await api(t.tusko.url, '/api/utopia/documents', { method: 'POST', body: 'Pangolins have scales.', headers: { ...u.auth, 'content-type': 'text/plain' } });
+    assert.equal(r.status, 201);
+    r = await api(t.tusko.url, '/api/utopia/facts', { json: { fact: { subject: 'Pangolin', predicate: 'eats', object: 'ants' }, note: 'Carol likes pangolins' }, headers: u.auth });
+    assert.equal(r.status, 201);
+    r = await api(t.tusko.url, `/api/sessions/${chat}`, { method: 'DELETE', headers: u.auth });
+    assert.ok(r.status === 200 || r.status === 204, r.text);
+    r = await api(t.tusko.url, '/api/utopia/documents', { headers: u.auth });
+    assert.deepEqual(r.json.documents.map((d) => d.chat_id), [null], 'the library document stays');
+    r = await api(t.tusko.url, '/api/utopia/search?q=pangolins', { headers: u.auth });
+    const kinds = r.json.results.map((x) => x.type).sort();
+    assert.deepEqual(kinds, ['chunk', 'fact', 'memory']);
+  });
+});
+
+test('refused Utopia settings stop the server with the setting named', async () => {
+  const { runProgram, startPostgres } = await import('../../lib/harness.mjs');
+  const pg = await startPostgres('utopiacfg');
+  const r = runProgram('tusko', ['serve'], { env: { DATABASE_URL: pg.url, TUSKO_LISTEN: '127.0.0.1:0', UTOPIA_CHUNK_SIZE: '1000', UTOPIA_CHUNK_OVERLAP: '600' } });
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /UTOPIA_CHUNK_OVERLAP/);
+  const r2 = runProgram('tusko', ['serve'], { env: { DATABASE_URL: pg.url, TUSKO_LISTEN: '127.0.0.1:0', UTOPIA_FTS_CONFIG: 'English; DROP' } });
+  assert.notEqual(r2.code, 0);
+  assert.match(r2.stderr, /UTOPIA_FTS_CONFIG/);
+});
