@@ -6,6 +6,8 @@
  * start only when a code context is asked for.
  */
 #include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -124,6 +126,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "tusko-execd: EXECD_ACCESS_TOKEN is set but empty\n");
         return 2;
     }
+    /* Code in the sandbox may run as execd's own user: keep it from reading the
+     * token out of /proc/<execd>/environ or attaching to execd (not dumpable:
+     * /proc/<pid>/{environ,mem} are root's and ptrace by the same user fails).
+     * The token also leaves the environment block itself. */
+    if (prctl(PR_SET_DUMPABLE, 0) != 0)
+        tk_warn("main", "msg=\"cannot clear the dumpable flag\"");
+    char *tok = getenv("EXECD_ACCESS_TOKEN");
+    if (tok)
+        memset(tok, 'x', strlen(tok));
     execd_proc_init();
     execd_metrics_init();
 
