@@ -8,9 +8,11 @@
 #include "app/auth/auth.h"
 #include "app/auth/local.h"
 #include "app/auth/oidc.h"
+#include "app/markdown.h"
 #include "app/me.h"
 #include "app/sessions.h"
 #include "app/utopia/routes.h"
+#include "app/web.h"
 #include "lib/log.h"
 
 #define SECURITY_HEADERS                                                                           \
@@ -38,6 +40,8 @@ static const struct route_set sets[] = {
     {app_me_routes, &app_me_nroutes},             /* /api/me, /api/models */
     {app_sessions_routes, &app_sessions_nroutes}, /* /api/sessions... */
     {utopia_routes, &utopia_nroutes},             /* /api/utopia/... */
+    {app_markdown_routes, &app_markdown_nroutes}, /* /api/markdown */
+    {app_web_routes, &app_web_nroutes},           /* the web UI: /, /c/{id}, /assets/... */
 };
 
 static tk_route *table;

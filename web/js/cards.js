@@ -1,0 +1,180 @@
+// The pieces of an answer besides its text: the plan card, tool-call cards,
+// the sandbox spawn notice, errors. Built from the events of docs/AGENT.md.
+import { fmtBytes, fmtDuration, h, icon } from './html.js';
+
+const LANES = { fast: 'fast', sandbox: 'sandbox', browser: 'browser' };
+
+export function laneBadge(lane) {
+  const l = LANES[lane] || 'fast';
+  const title = {
+    fast: 'fast lane: ran in the chat server, no container',
+    sandbox: "sandbox lane: ran in this chat's isolated sandbox",
+    browser: 'browser lane: ran in an isolated browser session',
+  }[l];
+  return h(`span.lane.lane-${l}`, { title, text: l });
+}
+
+// ---------- plan ----------
+
+const STATUS_LABEL = { pending: 'to do', in_progress: 'in progress', done: 'done', skipped: 'skipped', blocked: 'blocked' };
+
+export class PlanCard {
+  constructor() {
+    this.el = h('section.card.plan', { 'aria-label': 'Plan' });
+  }
+
+  update({ goal, milestones = [] }) {
+    const items = milestones.map((m, i) => {
+      const title = typeof m === 'string' ? m : m.title || m.name || `Milestone ${i + 1}`;
+      const status = (typeof m === 'object' && m.status) || 'pending';
+      return h(
+        `li.milestone.status-${status}`,
+        { dataset: { status } },
+        h('span.tick', { 'aria-hidden': 'true' }, status === 'done' ? icon('check') : status === 'in_progress' ? h('span.spinner') : null),
+        h('span.title', { text: title }),
+        h('span.sr-only', { text: ` (${STATUS_LABEL[status] || status})` }),
+        typeof m === 'object' && m.note ? h('span.note', { text: m.note }) : null,
+      );
+    });
+    const done = milestones.filter((m) => m && m.status === 'done').length;
+    this.el.replaceChildren(
+      h('header', {}, icon('plan'), h('span.kicker', { text: 'Plan' }), laneBadge('fast'), h('span.count', { text: `${done} of ${milestones.length} done` })),
+      h('h3.goal', { text: goal || 'Plan' }),
+      h('ol.milestones', {}, items),
+    );
+  }
+}
+
+// ---------- tool calls ----------
+
+function argsPreview(args) {
+  if (args === undefined || args === null) return '';
+  if (typeof args === 'string') return args;
+  return JSON.stringify(args, null, 2);
+}
+
+// A one-line summary of the arguments for the card's header.
+function argsSummary(name, args) {
+  if (!args || typeof args !== 'object') return typeof args === 'string' ? args.slice(0, 80) : '';
+  const v = args.command ?? args.path ?? args.code ?? args.query ?? args.url ?? args.goal ?? Object.values(args)[0];
+  if (v === undefined) return '';
+  const s = typeof v === 'string' ? v : JSON.stringify(v);
+  const line = s.split('\n')[0];
+  return line.length > 90 ? `${line.slice(0, 90)}…` : line;
+}
+
+export class ToolCard {
+  constructor(ev) {
+    this.callId = ev.call_id;
+    this.name = ev.name || 'tool';
+    this.started = performance.now();
+    this.args = ev.arguments;
+    this.status = h('span.status.running', { title: 'running' }, h('span.spinner'), h('span.sr-only', { text: 'running' }));
+    this.duration = h('span.duration');
+    this.output = null;
+    this.details = h('details.tool-details');
+    const summary = h(
+      'summary',
+      {},
+      this.status,
+      h('span.tool-name', { text: this.name }),
+      laneBadge(ev.lane),
+      h('span.args-summary', { text: argsSummary(this.name, ev.arguments) }),
+      this.duration,
+      icon('chevron', 'chev'),
+    );
+    this.body = h('div.tool-body', {}, h('div.label', { text: 'Arguments' }), h('pre.args', { text: argsPreview(ev.arguments) }));
+    this.details.append(summary, this.body);
+    this.message = h('div.tool-message', { hidden: true });
+    this.el = h('section.card.tool', { dataset: { callId: ev.call_id || '', tool: this.name, lane: ev.lane || 'fast' } }, this.details, this.message);
+  }
+
+  out(ev) {
+    if (!this.output) {
+      this.output = h('pre.output', { 'aria-live': 'off' });
+      this.body.append(h('div.label', { text: 'Output' }), this.output);
+      this.details.open = true; // commands show their output as it streams
+    }
+    const stream = ev.stream === 'stderr' ? 'stderr' : 'stdout';
+    const last = this.output.lastChild;
+    if (last && last.dataset.stream === stream) last.append(ev.text || '');
+    else this.output.append(h(`span.${stream}`, { dataset: { stream }, text: ev.text || '' }));
+    this.output.scrollTop = this.output.scrollHeight;
+  }
+
+  end(ev) {
+    const ok = ev.ok !== false;
+    this.status.className = `status ${ok ? 'ok' : 'failed'}`;
+    this.status.replaceChildren(icon(ok ? 'check' : 'x'), h('span.sr-only', { text: ok ? 'done' : 'failed' }));
+    this.status.title = ok ? 'done' : 'failed';
+    this.el.classList.add(ok ? 'ok' : 'failed');
+    if (ev.duration_ms !== undefined) this.duration.textContent = fmtDuration(ev.duration_ms);
+    if (ev.exit_code !== undefined) this.el.dataset.exitCode = String(ev.exit_code);
+    const result = ev.result || '';
+    if (result && !this.output) {
+      this.body.append(h('div.label', { text: ok ? 'Result' : 'Error' }), h('pre.result', { text: result }));
+    } else if (ev.exit_code !== undefined && ev.exit_code !== 0) {
+      this.body.append(h('div.label', { text: `exit code ${ev.exit_code}` }));
+    }
+    if (!ok) this.showMessage(ev);
+    if (ev.data && ev.data.path && ev.data.size !== undefined) {
+      this.body.append(h('div.label', { text: `${ev.data.path} · ${fmtBytes(ev.data.size)}` }));
+    }
+  }
+
+  // Quota refusals and fail-closed answers are shown outside the fold.
+  showMessage(ev) {
+    const r = ev.result || '';
+    let kind = 'error';
+    if (ev.quota_refused || /quota|MAX_SANDBOXES_PER_USER/i.test(r)) kind = 'quota';
+    else if (/OPENSANDBOX_(URL|API_KEY)|execution is off|fail-closed/i.test(r)) kind = 'fail-closed';
+    this.message.hidden = false;
+    this.message.className = `tool-message ${kind}`;
+    this.message.replaceChildren(icon(kind === 'quota' ? 'gauge' : kind === 'fail-closed' ? 'lock' : 'alert'), h('span', { text: r || 'the tool failed' }));
+  }
+}
+
+// ---------- notices ----------
+
+// "sandbox started · warm pool · 1 of 5 live"
+export function spawnNotice(ev) {
+  const pool = String(ev.pool || '');
+  const poolText = pool.startsWith('warm') ? 'warm pool' : pool.startsWith('cold') ? 'cold start' : pool || 'started';
+  const m = /(\d+)\s*of\s*(\d+)/.exec(ev.quota || '');
+  const live = m ? `${m[1]} of ${m[2]} live` : ev.live !== undefined && ev.max !== undefined ? `${ev.live} of ${ev.max} live` : '';
+  const parts = ['sandbox started', poolText, live, ev.duration_ms !== undefined ? fmtDuration(ev.duration_ms) : ''].filter(Boolean);
+  return h(
+    'div.notice.spawn',
+    { role: 'status', title: [ev.trigger && `trigger: ${ev.trigger}`, ev.pool && `pool: ${ev.pool}`, ev.quota && `quota: ${ev.quota}`, ev.idle_ttl && `idle_ttl: ${ev.idle_ttl}`].filter(Boolean).join('\n') },
+    icon('box'),
+    h('span.text', { text: parts.join(' · ') }),
+  );
+}
+
+export function goneNotice(ev) {
+  return h('div.notice.gone', { role: 'status' }, icon('alert'), h('span.text', { text: ev.message || `the sandbox is gone (${ev.reason || 'reaped'})` }));
+}
+
+export function errorCard(ev, onRetry) {
+  const quota = ev.code === 'SANDBOX_QUOTA';
+  return h(
+    `div.turn-error${quota ? '.quota' : ''}`,
+    { role: 'alert' },
+    icon(quota ? 'gauge' : 'alert'),
+    h('div.what', {}, h('strong', { text: errorTitle(ev.code) }), h('span', { text: ev.message || ev.error || '' })),
+    onRetry ? h('button.btn.small', { type: 'button', onclick: onRetry }, icon('retry'), 'Retry') : null,
+  );
+}
+
+function errorTitle(code) {
+  const t = {
+    SANDBOX_QUOTA: 'Sandbox quota reached',
+    RATE_LIMITED: 'Too many messages',
+    TURN_TIMEOUT: 'The turn took too long',
+    STEP_BUDGET: 'The step budget ran out',
+    PROVIDER_NOT_CONFIGURED: 'The model provider is not configured',
+    INTERRUPTED: 'The turn was interrupted',
+    NETWORK: 'No connection',
+  }[code];
+  return t || 'The answer failed';
+}

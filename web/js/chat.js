@@ -1,0 +1,293 @@
+// The conversation of one chat session, drawn from its event stream
+// (GET /api/sessions/{id}/events, Server-Sent Events numbered per session).
+// Every event is stored by the server before anyone sees it, so opening a
+// chat replays its whole history from event 0 and then follows it live; a
+// dropped connection resumes with Last-Event-ID (EventSource does that), and
+// a reload in the middle of a turn picks the turn up where it is.
+import { ApiError } from './api.js';
+import { PlanCard, ToolCard, errorCard, goneNotice, spawnNotice } from './cards.js';
+import { $, clear, fmtDuration, h, icon } from './html.js';
+import { MarkdownView } from './markdown.js';
+
+const EVENT_TYPES = ['turn_start', 'text', 'plan', 'plan_update', 'tool_start', 'tool_output', 'tool_end', 'sandbox_spawn', 'sandbox_gone', 'error', 'turn_end'];
+const FILE_TOOLS = /^(write_file|execute_command|execute_code|run_python|create_|edit_file|delete_file|upload)/;
+
+class Turn {
+  constructor(id, view) {
+    this.id = id;
+    this.view = view;
+    this.state = 'running';
+    this.content = '';
+    this.cards = new Map();
+    this.text = null; // the text segment being written
+    this.textStep = null;
+    this.error = null;
+    this.thinking = h('div.thinking', { 'aria-label': 'working' }, h('span'), h('span'), h('span'));
+    this.body = h('div.turn-body', {}, this.thinking);
+    this.foot = h('div.turn-foot');
+    this.el = h('article.turn', { dataset: { turnId: id || '' }, 'aria-busy': 'true' }, h('div.avatar', { 'aria-hidden': 'true' }, icon('tusko')), h('div.turn-main', {}, this.body, this.foot));
+    this.renderFoot();
+  }
+
+  add(node) {
+    this.thinking.remove();
+    this.body.append(node);
+    this.text = null;
+    return node;
+  }
+
+  appendText(delta, step) {
+    if (!this.text || this.textStep !== step) {
+      this.thinking.remove();
+      const el = h('div.segment');
+      this.body.append(el);
+      this.text = new MarkdownView(el);
+      this.textStep = step;
+    }
+    this.text.append(delta);
+  }
+
+  end(ev) {
+    this.state = ev.state || 'done';
+    this.duration = ev.duration_ms;
+    this.thinking.remove();
+    this.el.removeAttribute('aria-busy');
+    this.el.dataset.state = this.state;
+    if (this.state === 'failed' && !this.errorShown) {
+      this.showError({ code: ev.error_code, message: ev.error || (this.error && this.error.message) });
+    }
+    for (const card of this.cards.values()) if (card.status.classList.contains('running')) card.end({ ok: false, result: this.state === 'cancelled' ? 'stopped' : 'not finished' });
+    this.renderFoot();
+  }
+
+  showError(ev) {
+    this.errorShown = true;
+    const retry = this.content ? () => this.view.retry(this.content) : null;
+    this.add(errorCard(ev, retry));
+  }
+
+  renderFoot() {
+    const parts = [];
+    if (this.state === 'running') parts.push(h('span.state', { text: 'working…' }));
+    else if (this.state === 'cancelled') parts.push(h('span.state.cancelled', { text: 'stopped' }));
+    else if (this.state === 'failed') parts.push(h('span.state.failed', { text: 'failed' }));
+    if (this.duration !== undefined && this.state !== 'running') parts.push(h('span.took', { text: fmtDuration(this.duration) }));
+    if (this.id) parts.push(h('button.link.trace-btn', { type: 'button', onclick: () => this.view.opts.onTrace(this.id) }, icon('trace'), 'Trace'));
+    this.foot.replaceChildren(...parts);
+  }
+}
+
+export class ChatView {
+  constructor(root, opts) {
+    this.root = root; // the scrolling element
+    this.opts = opts; // { onTrace(turnId), onFilesChanged(), onActive(bool), onRetry(text), onTitle() }
+    this.thread = h('div.thread');
+    this.empty = null;
+    this.jump = h('button.jump', { type: 'button', hidden: true, onclick: () => this.scrollToEnd(true) }, icon('down'), 'Latest');
+    root.append(this.thread);
+    root.parentElement.append(this.jump);
+    this.stick = true;
+    root.addEventListener('scroll', () => {
+      this.stick = root.scrollTop + root.clientHeight >= root.scrollHeight - 48;
+      if (this.stick) this.jump.hidden = true;
+    });
+    new ResizeObserver(() => this.follow()).observe(this.thread);
+    this.reset(null);
+  }
+
+  reset(sessionId) {
+    if (this.es) this.es.close();
+    this.es = null;
+    this.sessionId = sessionId;
+    this.lastSeq = 0;
+    this.turns = new Map();
+    this.active = null;
+    this.plan = null;
+    this.pendingUser = null;
+    clear(this.thread);
+    this.stick = true;
+    this.jump.hidden = true;
+    this.setActive(null);
+  }
+
+  showEmpty(node) {
+    clear(this.thread);
+    this.thread.append(node);
+  }
+
+  open(sessionId) {
+    this.reset(sessionId);
+    const es = new EventSource(`/api/sessions/${encodeURIComponent(sessionId)}/events?after=0`);
+    this.es = es;
+    for (const t of EVENT_TYPES) es.addEventListener(t, (e) => this.onMessage(e));
+    es.onmessage = (e) => this.onMessage(e);
+    es.onopen = () => this.connection(true);
+    es.onerror = () => {
+      if (this.es !== es) return;
+      // EventSource retries by itself; CLOSED means the server refused (401/404)
+      if (es.readyState === EventSource.CLOSED) this.connection(false, 'closed');
+      else this.connection(false);
+    };
+  }
+
+  connection(ok, how) {
+    const bar = $('#conn');
+    if (!bar) return;
+    bar.hidden = ok;
+    bar.textContent = how === 'closed' ? 'This chat cannot be followed any more (signed out, or it was deleted). Reload the page.' : 'Reconnecting…';
+  }
+
+  onMessage(e) {
+    const seq = Number(e.lastEventId);
+    if (seq && seq <= this.lastSeq) return;
+    if (seq) this.lastSeq = seq;
+    let data;
+    try {
+      data = JSON.parse(e.data);
+    } catch {
+      return;
+    }
+    this.handle(e.type === 'message' ? data.type : e.type, data);
+  }
+
+  turnFor(id) {
+    if (!id) return this.active;
+    let t = this.turns.get(id);
+    if (!t) {
+      t = new Turn(id, this);
+      this.turns.set(id, t);
+      this.thread.append(t.el);
+    }
+    return t;
+  }
+
+  // Applies one event (exported for the tests of the rendering, too).
+  handle(type, ev) {
+    if (type === 'turn_start') return this.onTurnStart(ev);
+    const t = this.turnFor(ev.turn_id);
+    if (!t) return;
+    switch (type) {
+      case 'text':
+        if (ev.agent) return; // a subagent's own text: visible in the trace
+        t.appendText(ev.delta || '', ev.step);
+        break;
+      case 'plan':
+        this.plan = new PlanCard();
+        this.plan.update(ev);
+        t.add(this.plan.el);
+        break;
+      case 'plan_update':
+        if (!this.plan) {
+          this.plan = new PlanCard();
+          t.add(this.plan.el);
+        }
+        this.plan.update(ev);
+        break;
+      case 'tool_start': {
+        const card = new ToolCard(ev);
+        if (ev.agent) card.el.dataset.agent = ev.agent;
+        t.cards.set(ev.call_id, card);
+        t.add(card.el);
+        break;
+      }
+      case 'tool_output': {
+        const card = t.cards.get(ev.call_id);
+        if (card) card.out(ev);
+        break;
+      }
+      case 'tool_end': {
+        const card = t.cards.get(ev.call_id);
+        if (card) card.end(ev);
+        if (ev.ok !== false && FILE_TOOLS.test(ev.name || '')) this.opts.onFilesChanged();
+        break;
+      }
+      case 'sandbox_spawn':
+        t.add(spawnNotice(ev));
+        break;
+      case 'sandbox_gone':
+        t.add(goneNotice(ev));
+        break;
+      case 'error':
+        if (ev.code === 'SANDBOX_QUOTA') t.add(errorCard(ev, null));
+        else t.error = ev;
+        break;
+      case 'turn_end':
+        t.end(ev);
+        if (this.active === t) this.setActive(null);
+        this.opts.onFilesChanged();
+        this.opts.onTitle();
+        break;
+      default:
+        break;
+    }
+  }
+
+  onTurnStart(ev) {
+    let userEl = null;
+    if (this.pendingUser && !this.pendingUser.turnId && this.pendingUser.content === ev.content) {
+      userEl = this.pendingUser.el;
+      this.pendingUser.turnId = ev.turn_id;
+      userEl.classList.remove('pending');
+    }
+    const existing = this.turns.get(ev.turn_id);
+    if (existing && existing.userEl) return;
+    if (!userEl) {
+      userEl = userBubble(ev.content || '');
+      if (existing) existing.el.before(userEl);
+      else this.thread.append(userEl);
+    }
+    const t = existing || this.turnFor(ev.turn_id);
+    t.userEl = userEl;
+    t.content = ev.content || '';
+    if (t.state === 'running') this.setActive(t);
+    if (this.pendingUser && this.pendingUser.turnId === ev.turn_id) this.pendingUser = null;
+  }
+
+  // The user's message, shown at once while the POST is on its way.
+  addPending(content) {
+    const el = userBubble(content);
+    el.classList.add('pending');
+    this.thread.append(el);
+    this.pendingUser = { content, el, turnId: null };
+    this.stick = true;
+    this.follow();
+    return this.pendingUser;
+  }
+
+  // The POST failed: the message stays, with the reason and a retry.
+  pendingFailed(p, err) {
+    p.el.classList.remove('pending');
+    p.el.classList.add('unsent');
+    const note = errorCard({ code: err instanceof ApiError ? err.code : 'NETWORK', message: err.message }, () => {
+      note.remove();
+      p.el.remove();
+      this.retry(p.content);
+    });
+    p.el.after(note);
+    if (this.pendingUser === p) this.pendingUser = null;
+  }
+
+  retry(content) {
+    this.opts.onRetry(content);
+  }
+
+  setActive(t) {
+    this.active = t;
+    this.opts.onActive(!!t);
+  }
+
+  follow() {
+    if (this.stick) this.scrollToEnd(false);
+    else if (this.active) this.jump.hidden = false;
+  }
+
+  scrollToEnd(smooth) {
+    this.root.scrollTo({ top: this.root.scrollHeight, behavior: smooth ? 'smooth' : 'instant' });
+    this.stick = true;
+    this.jump.hidden = true;
+  }
+}
+
+function userBubble(text) {
+  return h('div.msg.user', {}, h('div.bubble', { text }));
+}

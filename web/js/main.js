@@ -1,0 +1,345 @@
+// Tusko's web UI: boots, signs in, and wires the pieces together.
+//   sidebar.js   chats: new, rename, delete, search
+//   chat.js      the conversation, from the session's event stream
+//   composer.js  the message box, model picker, skills menu, uploads
+//   panel.js     side panel tabs: files.js (Files), trace.js (Trace)
+// No framework and no build step: ES modules served from the binary.
+import { api, ApiError, setCsrf, setUnauthorizedHandler } from './api.js';
+import { ChatView } from './chat.js';
+import { Composer } from './composer.js';
+import { FilesView } from './files.js';
+import { $, h, icon } from './html.js';
+import { Panel } from './panel.js';
+import { Sidebar, alertError } from './sidebar.js';
+import { initTheme } from './theme.js';
+import { TraceView } from './trace.js';
+
+const state = { me: null, models: [], session: null, config: null };
+let chat, composer, sidebar, panel, files, trace;
+
+// ---------- sign-in ----------
+
+async function showSignIn(message) {
+  document.body.dataset.view = 'signin';
+  const form = $('#signin-form');
+  const err = $('#signin-error');
+  err.textContent = message || '';
+  err.hidden = !message;
+  try {
+    state.config = state.config || (await api('/api/auth/config'));
+  } catch {
+    state.config = { password: true, oidc: false };
+  }
+  const sso = $('#sso');
+  sso.hidden = !state.config.oidc;
+  if (state.config.oidc_start) sso.href = state.config.oidc_start;
+  form.hidden = state.config.password === false;
+  const params = new URLSearchParams(location.search);
+  if (params.get('error')) {
+    err.textContent = `Sign-in failed: ${params.get('error_description') || params.get('error')}`;
+    err.hidden = false;
+  }
+  $('#email').focus();
+}
+
+async function signIn(e) {
+  e.preventDefault();
+  const btn = $('#signin-submit');
+  const err = $('#signin-error');
+  btn.disabled = true;
+  err.hidden = true;
+  try {
+    const r = await api('/api/auth/login', { method: 'POST', json: { email: $('#email').value, password: $('#password').value } });
+    setCsrf(r.csrf_token);
+    $('#password').value = '';
+    await start();
+  } catch (ex) {
+    err.textContent = ex.status === 401 ? 'Wrong email or password.' : ex.message;
+    err.hidden = false;
+  } finally {
+    btn.disabled = false;
+  }
+}
+
+async function signOut() {
+  try {
+    await api('/api/auth/logout', { method: 'POST' });
+  } catch {
+    /* signed out either way */
+  }
+  setCsrf(null);
+  chat.reset(null);
+  history.replaceState(null, '', '/');
+  showSignIn();
+}
+
+// ---------- the app ----------
+
+async function start() {
+  let me;
+  try {
+    me = await api('/api/me');
+  } catch (e) {
+    if (e.status === 401) return showSignIn();
+    return fatal(e);
+  }
+  state.me = me;
+  setCsrf(me.csrf_token);
+  document.body.dataset.view = 'app';
+  $('#me').textContent = me.email || 'API token';
+  executionBanner(me.execution);
+  const [models] = await Promise.all([api('/api/models').catch(() => ({ models: [] })), sidebar.load().catch(alertError)]);
+  state.models = models.models || [];
+  composer.setModels(state.models, me.default_model || models.default);
+  route();
+}
+
+function fatal(e) {
+  document.body.dataset.view = 'fatal';
+  $('#fatal-message').textContent = e.message;
+}
+
+function executionBanner(ex) {
+  const b = $('#exec-banner');
+  if (!ex || ex.enabled) {
+    b.hidden = true;
+    return;
+  }
+  const missing = ex.missing || [];
+  b.replaceChildren(
+    icon('lock'),
+    h(
+      'div',
+      {},
+      h('strong', { text: 'Execution is off. ' }),
+      'The agent can talk, plan and look things up, but cannot write files or run code: this server has no sandbox service configured',
+      missing.length ? [' (missing: ', ...missing.flatMap((m, i) => [i ? ', ' : '', h('code', { text: m })]), ')'] : '',
+      '. An operator sets them in the server’s environment.',
+    ),
+  );
+  b.hidden = false;
+}
+
+function route() {
+  const m = /^\/c\/([0-9a-f-]{36})$/.exec(location.pathname);
+  if (m) openSession(m[1], false);
+  else newChat(false);
+}
+
+function newChat(push = true) {
+  state.session = null;
+  if (push) history.pushState(null, '', '/');
+  chat.reset(null);
+  chat.showEmpty(welcome());
+  sidebar.select(null);
+  files.setSession(null);
+  trace.reset();
+  composer.setModel(state.me && state.me.default_model);
+  document.title = 'Tusko';
+  closeDrawer();
+  composer.focus();
+}
+
+function welcome() {
+  return h(
+    'div.welcome',
+    {},
+    h('div.logo', {}, icon('tusko')),
+    h('h1', { text: 'What should we work on?' }),
+    h('p', { text: 'Talking, planning and looking things up run in the chat server. A sandbox starts only when a tool has to write or run something.' }),
+  );
+}
+
+async function openSession(id, push = true) {
+  let s;
+  try {
+    s = await api(`/api/sessions/${id}`);
+  } catch (e) {
+    if (e.status === 404) {
+      alertError(new Error('That chat does not exist (or is not yours).'));
+      return newChat();
+    }
+    return alertError(e);
+  }
+  state.session = s;
+  if (push) history.pushState(null, '', `/c/${id}`);
+  document.title = `${s.title} · Tusko`;
+  sidebar.upsert(s);
+  sidebar.select(id);
+  composer.setModel(s.model || (state.me && state.me.default_model));
+  files.setSession(id);
+  trace.reset();
+  chat.open(id);
+  closeDrawer();
+  composer.focus();
+}
+
+async function send(text, model) {
+  let s = state.session;
+  const pending = chat.addPending(text);
+  if (!s) {
+    // the chat is created with its first message, titled by it
+    try {
+      const title = text.split('\n')[0].replace(/\s+/g, ' ').trim().slice(0, 80) || 'New chat';
+      s = await api('/api/sessions', { method: 'POST', json: { title, model: model || undefined } });
+    } catch (e) {
+      return chat.pendingFailed(pending, e);
+    }
+    state.session = s;
+    history.pushState(null, '', `/c/${s.id}`);
+    document.title = `${s.title} · Tusko`;
+    sidebar.upsert(s);
+    sidebar.select(s.id);
+    files.setSession(s.id);
+    chat.open(s.id);
+    chat.thread.append(pending.el);
+    chat.pendingUser = pending;
+  }
+  composer.setBusy(true);
+  try {
+    await api(`/api/sessions/${s.id}/messages`, { method: 'POST', json: { content: text, model: model || undefined } });
+  } catch (e) {
+    composer.setBusy(false);
+    chat.pendingFailed(pending, e);
+  }
+}
+
+async function stop() {
+  if (!state.session) return;
+  try {
+    await api(`/api/sessions/${state.session.id}/cancel`, { method: 'POST' });
+  } catch (e) {
+    alertError(e);
+  }
+}
+
+async function changeModel(id) {
+  if (!state.session) return;
+  try {
+    state.session = await api(`/api/sessions/${state.session.id}`, { method: 'PATCH', json: { model: id } });
+  } catch (e) {
+    alertError(e);
+  }
+}
+
+// ---------- uploads ----------
+
+async function upload(fileList) {
+  if (!state.session) {
+    alertError(new Error('Send a first message, then drop files into the chat: they go to its /workspace.'));
+    return;
+  }
+  const sid = state.session.id;
+  for (const f of fileList) {
+    const chip = h('div.upload-chip', {}, icon('upload'), h('span', { text: `${f.name} · uploading…` }));
+    $('#uploads').append(chip);
+    try {
+      await api(`/api/sessions/${sid}/files/upload?path=${encodeURIComponent(`/workspace/${f.name}`)}`, { method: 'PUT', body: f, headers: { 'Content-Type': 'application/octet-stream' } });
+      chip.lastChild.textContent = `${f.name} · in /workspace`;
+      chip.classList.add('ok');
+      files.changed();
+    } catch (e) {
+      chip.lastChild.textContent = `${f.name}: ${e.status === 404 || e.status === 405 ? 'uploads are not available on this server yet' : e.message}`;
+      chip.classList.add('failed');
+    }
+    setTimeout(() => chip.remove(), 6000);
+  }
+}
+
+function initDrop() {
+  const zone = $('#main');
+  let depth = 0;
+  const hasFiles = (e) => e.dataTransfer && [...e.dataTransfer.types].includes('Files');
+  zone.addEventListener('dragenter', (e) => {
+    if (!hasFiles(e)) return;
+    depth++;
+    document.body.classList.add('dropping');
+  });
+  zone.addEventListener('dragleave', () => {
+    if (--depth <= 0) {
+      depth = 0;
+      document.body.classList.remove('dropping');
+    }
+  });
+  zone.addEventListener('dragover', (e) => {
+    if (hasFiles(e)) e.preventDefault();
+  });
+  zone.addEventListener('drop', (e) => {
+    if (!hasFiles(e)) return;
+    e.preventDefault();
+    depth = 0;
+    document.body.classList.remove('dropping');
+    upload([...e.dataTransfer.files]);
+  });
+}
+
+// ---------- layout ----------
+
+function closeDrawer() {
+  document.body.classList.remove('drawer-open');
+  $('#menu-toggle').setAttribute('aria-expanded', 'false');
+}
+
+function initLayout() {
+  $('#menu-toggle').addEventListener('click', () => {
+    const open = document.body.classList.toggle('drawer-open');
+    $('#menu-toggle').setAttribute('aria-expanded', String(open));
+    if (open) $('#search').focus();
+  });
+  $('#scrim').addEventListener('click', () => {
+    closeDrawer();
+    if (matchMedia('(max-width: 1099px)').matches) panel.close();
+  });
+  $('#panel-toggle').addEventListener('click', () => panel.toggle());
+  $('#signout').addEventListener('click', signOut);
+  document.addEventListener('keydown', (e) => {
+    const mod = e.ctrlKey || e.metaKey;
+    if (mod && e.shiftKey && e.key.toLowerCase() === 'o') {
+      e.preventDefault();
+      newChat();
+    } else if (mod && e.key.toLowerCase() === 'k') {
+      e.preventDefault();
+      document.body.classList.add('drawer-open');
+      $('#search').focus();
+    } else if (e.key === 'Escape' && document.body.classList.contains('drawer-open')) closeDrawer();
+  });
+  window.addEventListener('popstate', () => state.me && route());
+}
+
+function init() {
+  initTheme($('#theme'));
+  setUnauthorizedHandler(() => {
+    if (document.body.dataset.view === 'app') {
+      chat.reset(null);
+      showSignIn('Your session ended. Sign in again.');
+    }
+  });
+  $('#signin-form').addEventListener('submit', signIn);
+  files = new FilesView();
+  trace = new TraceView({ latestTurn: () => [...chat.turns.keys()].pop() });
+  panel = new Panel($('#panel'));
+  panel.addTab('files', 'Files', files);
+  panel.addTab('trace', 'Trace', trace);
+  let titleTimer = null;
+  chat = new ChatView($('#messages'), {
+    onTrace: (id) => {
+      panel.show('trace');
+      trace.show(id);
+    },
+    onFilesChanged: () => files.changed(),
+    onActive: (busy) => composer && composer.setBusy(busy),
+    onRetry: (text) => send(text, composer.model.value || null),
+    onTitle: () => {
+      clearTimeout(titleTimer);
+      titleTimer = setTimeout(() => sidebar.load().catch(() => {}), 500);
+    },
+  });
+  composer = new Composer($('#composer'), { onSend: send, onStop: stop, onUpload: upload, onModel: changeModel });
+  sidebar = new Sidebar($('#sidebar'), { onOpen: (id) => openSession(id), onNew: () => newChat(), onDeleted: (id) => state.session && state.session.id === id && newChat() });
+  initLayout();
+  initDrop();
+  start().catch(fatal);
+}
+
+window.tusko = { state, ApiError }; // for the console and the e2e tests
+init();

@@ -1,0 +1,128 @@
+// The sidebar: the user's chats (newest activity first), new chat, rename in
+// place, delete with a confirmation, search by title.
+import { api } from './api.js';
+import { $, h, icon } from './html.js';
+
+export class Sidebar {
+  constructor(root, { onOpen, onNew, onDeleted }) {
+    this.root = root;
+    this.onOpen = onOpen;
+    this.onNew = onNew;
+    this.onDeleted = onDeleted;
+    this.sessions = [];
+    this.current = null;
+    this.list = $('#chats', root);
+    this.search = $('#search', root);
+    this.search.addEventListener('input', () => this.render());
+    this.search.addEventListener('keydown', (e) => {
+      if (e.key === 'Escape') {
+        this.search.value = '';
+        this.render();
+      }
+    });
+    $('#new-chat', root).addEventListener('click', () => this.onNew());
+    this.dialog = $('#confirm-delete');
+  }
+
+  async load() {
+    const r = await api('/api/sessions?limit=200');
+    this.sessions = r.sessions || [];
+    this.render();
+  }
+
+  upsert(s) {
+    const i = this.sessions.findIndex((x) => x.id === s.id);
+    if (i >= 0) this.sessions[i] = { ...this.sessions[i], ...s };
+    else this.sessions.unshift(s);
+    this.render();
+  }
+
+  select(id) {
+    this.current = id;
+    for (const li of this.list.children) li.classList.toggle('current', li.dataset.id === id);
+    for (const a of this.list.querySelectorAll('a')) {
+      if (a.closest('li').dataset.id === id) a.setAttribute('aria-current', 'page');
+      else a.removeAttribute('aria-current');
+    }
+  }
+
+  render() {
+    const q = this.search.value.trim().toLowerCase();
+    const shown = this.sessions.filter((s) => !q || (s.title || '').toLowerCase().includes(q));
+    if (!shown.length) {
+      this.list.replaceChildren(h('li.none', { text: q ? 'No chat has that in its title.' : 'No chats yet.' }));
+      return;
+    }
+    this.list.replaceChildren(...shown.map((s) => this.item(s)));
+    this.select(this.current);
+  }
+
+  item(s) {
+    const a = h('a.chat-link', { href: `/c/${s.id}`, text: s.title || 'New chat', title: s.title || 'New chat' });
+    a.addEventListener('click', (e) => {
+      if (e.metaKey || e.ctrlKey || e.shiftKey || e.button !== 0) return;
+      e.preventDefault();
+      this.onOpen(s.id);
+    });
+    const rename = h('button.icon-btn', { type: 'button', title: 'Rename', 'aria-label': `Rename “${s.title}”`, onclick: () => this.rename(s, li) }, icon('edit'));
+    const del = h('button.icon-btn', { type: 'button', title: 'Delete', 'aria-label': `Delete “${s.title}”`, onclick: () => this.confirmDelete(s) }, icon('trash'));
+    const li = h('li', { dataset: { id: s.id } }, a, h('span.actions', {}, rename, del));
+    return li;
+  }
+
+  rename(s, li) {
+    const input = h('input.rename', { type: 'text', value: s.title || '', maxlength: '200', 'aria-label': 'Chat title' });
+    let done = false;
+    const finish = async (save) => {
+      if (done) return;
+      done = true;
+      const title = input.value.trim();
+      if (save && title && title !== s.title) {
+        try {
+          const r = await api(`/api/sessions/${s.id}`, { method: 'PATCH', json: { title } });
+          this.upsert(r);
+        } catch (e) {
+          alertError(e);
+          this.render();
+        }
+      } else this.render();
+    };
+    input.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter') finish(true);
+      else if (e.key === 'Escape') finish(false);
+    });
+    input.addEventListener('blur', () => finish(true));
+    li.replaceChildren(input);
+    input.focus();
+    input.select();
+  }
+
+  confirmDelete(s) {
+    const d = this.dialog;
+    $('.what', d).textContent = `“${s.title}” and its messages will be deleted. Files you downloaded are kept.`;
+    d.returnValue = '';
+    d.onclose = async () => {
+      if (d.returnValue !== 'delete') return;
+      try {
+        await api(`/api/sessions/${s.id}`, { method: 'DELETE' });
+        this.sessions = this.sessions.filter((x) => x.id !== s.id);
+        this.render();
+        this.onDeleted(s.id);
+      } catch (e) {
+        alertError(e);
+      }
+    };
+    d.showModal();
+    $('button[value="cancel"]', d).focus();
+  }
+}
+
+function alertError(e) {
+  const t = $('#toast');
+  t.textContent = e.message;
+  t.hidden = false;
+  clearTimeout(t._timer);
+  t._timer = setTimeout(() => (t.hidden = true), 5000);
+}
+
+export { alertError };
