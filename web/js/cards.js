@@ -1,5 +1,6 @@
 // The pieces of an answer besides its text: the plan card, tool-call cards,
 // the sandbox spawn notice, errors. Built from the events of docs/AGENT.md.
+import { renderPreview } from './files.js';
 import { fmtBytes, fmtDuration, h, icon } from './html.js';
 
 const LANES = { fast: 'fast', sandbox: 'sandbox', browser: 'browser' };
@@ -117,7 +118,18 @@ export class ToolCard {
       this.body.append(h('div.label', { text: `exit code ${ev.exit_code}` }));
     }
     if (!ok) this.showMessage(ev);
-    if (ev.data && ev.data.path && ev.data.size !== undefined) {
+    const d = ev.data;
+    if (ok && d && d.kind && (d.text !== undefined || d.base64)) {
+      // preview: the file itself, shown in the chat
+      this.el.append(h('div.tool-preview', {}, renderPreview(d, String(d.path || '').split('/').pop())));
+    }
+    if (ok && d && Array.isArray(d.results)) {
+      for (const r of d.results) {
+        const png = r && (r['image/png'] || (r.data && r.data['image/png']));
+        if (png) this.el.append(h('div.tool-preview', {}, h('img.preview-image', { src: `data:image/png;base64,${png}`, alt: 'output of the code' })));
+      }
+    }
+    if (d && d.path && d.size !== undefined && !d.kind) {
       this.body.append(h('div.label', { text: `${ev.data.path} · ${fmtBytes(ev.data.size)}` }));
     }
   }

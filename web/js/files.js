@@ -141,7 +141,7 @@ function isDir(node) {
   return node.children.size ? 1 : 0;
 }
 
-function renderPreview(p, name) {
+export function renderPreview(p, name) {
   const out = [];
   if (p.kind === 'image' && p.base64) {
     out.push(h('img.preview-image', { src: `data:${p.mime || 'image/png'};base64,${p.base64}`, alt: name }));

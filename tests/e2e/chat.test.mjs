@@ -1,0 +1,421 @@
+// The web UI end to end, without a sandbox service (execution is off):
+// serving and security headers, sign-in and sign-out, the sidebar, streaming,
+// stop, errors with retry, Markdown, reload mid-turn, and model output that
+// tries to inject script. Real Postgres, real tusko, the scripted model
+// server, Debian's Chromium.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+
+import { stopAll } from '../lib/harness.mjs';
+import { lastTurnDone, launchBrowser, newPage, screenshot, send, signIn, startStack } from './lib.mjs';
+
+const WORDS = Array.from({ length: 24 }, (_, i) => `word${i + 1}`);
+const scenarios = {
+  'ui-hello': { steps: [{ text: 'Hello! I am **Tusko**. How can I help?' }] },
+  'ui-slow': { steps: [{ text: WORDS.join(' '), split: 'words', chunk_delay_ms: 120 }] },
+  'ui-long': { steps: [{ text: WORDS.join(' '), split: 'words', chunk_delay_ms: 400 }] },
+  'ui-fail': { steps: [{ error: { status: 500, message: 'the model fell over' } }] },
+  'ui-markdown': {
+    steps: [
+      {
+        text: [
+          '## Result',
+          '',
+          'A table:',
+          '',
+          '| name | count |',
+          '|:-----|------:|',
+          '| apples | 3 |',
+          '| pears | 12 |',
+          '',
+          'Code:',
+          '',
+          '```python',
+          'def greet(name):',
+          '    return f"hi {name}"',
+          '```',
+          '',
+          'See [the docs](https://example.com/docs) and ~~old~~ new.',
+        ].join('\n'),
+      },
+    ],
+  },
+  'ui-xss': {
+    steps: [
+      {
+        text: [
+          'Script: <script>window.__xss = 1; alert("script")</script>',
+          '',
+          '<img src=x onerror="window.__xss = 2; alert(\'img\')">',
+          '',
+          '[click me](javascript:window.__xss=3;alert(3))',
+          '',
+          '<a href="javascript:alert(4)" onclick="window.__xss=4">raw link</a>',
+          '',
+          '<svg onload="window.__xss=5"><circle r="5"/></svg>',
+          '',
+          '![pixel](https://tracker.example/p.gif?c=secret)',
+          '',
+          '| cell |',
+          '|---|',
+          '| <b onmouseover="window.__xss=6">hover</b> |',
+          '',
+          '<iframe src="javascript:alert(7)"></iframe>',
+        ].join('\n'),
+        tool_calls: [{ name: 'plan_task', arguments: { goal: '<img src=x onerror="window.__xss=8">', milestones: ['<script>window.__xss=9</script>', 'two', 'three'] } }],
+      },
+      { text: 'Done: <b onclick="window.__xss=10">bold?</b>' },
+    ],
+  },
+  'ui-plan': {
+    steps: [
+      { tool_calls: [{ name: 'plan_task', arguments: { goal: 'Write the Q3 summary', milestones: ['Collect the numbers', 'Draft the text', 'Review it'] } }] },
+      { tool_calls: [{ name: 'plan_task', arguments: { update: [{ milestone: 1, status: 'done' }] } }] },
+      { tool_calls: [{ name: 'plan_task', arguments: { update: [{ milestone: 2, status: 'done' }] } }] },
+      { text: 'Two of three are done.' },
+    ],
+  },
+};
+
+let stack, browser;
+const EMAIL = 'ada@example.com';
+
+before(async () => {
+  stack = await startStack({ scenarios, tag: 'e2e_chat' });
+  stack.addUser(EMAIL);
+  stack.addUser('bob@example.com');
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  if (stack) await stack.stop();
+  await stopAll();
+});
+
+function clean(problems) {
+  assert.deepEqual(problems.errors, [], 'page errors');
+  assert.deepEqual(problems.dialogs, [], 'dialogs (alert/confirm) opened');
+  assert.deepEqual(problems.csp, [], 'CSP / Trusted Types violations');
+}
+
+describe('serving', () => {
+  test('the page and its assets come from the binary with security headers and ETags', async () => {
+    const res = await fetch(stack.base + '/');
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type'), /^text\/html/);
+    const csp = res.headers.get('content-security-policy');
+    assert.match(csp, /script-src 'self'/);
+    assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/);
+    assert.match(csp, /frame-ancestors 'none'/);
+    assert.match(csp, /require-trusted-types-for 'script'/);
+    assert.equal(res.headers.get('x-content-type-options'), 'nosniff');
+    assert.ok(res.headers.get('referrer-policy'));
+    const html = await res.text();
+    assert.doesNotMatch(html, /<script(?![^>]*\bsrc=)[^>]*>/, 'no inline script');
+    assert.doesNotMatch(html, /\sstyle=/, 'no inline style attributes');
+    assert.doesNotMatch(html, /\son[a-z]+=/, 'no inline event handlers');
+
+    const js = await fetch(stack.base + '/assets/js/main.js');
+    assert.equal(js.status, 200);
+    assert.match(js.headers.get('content-type'), /^text\/javascript/);
+    const etag = js.headers.get('etag');
+    assert.match(etag, /^"[0-9a-f]{16}"$/);
+    const again = await fetch(stack.base + '/assets/js/main.js', { headers: { 'if-none-match': etag } });
+    assert.equal(again.status, 304);
+    assert.equal((await fetch(stack.base + '/assets/css/app.css')).headers.get('content-type'), 'text/css; charset=utf-8');
+    assert.equal((await fetch(stack.base + '/c/0190a1b2-0000-7000-8000-000000000000')).status, 200);
+    for (const p of ['/assets/../sql/0001_users.sql', '/assets/%2e%2e/x', '/assets/js//main.js', '/assets/', '/assets/nope.js', '/assets/js%2fmain.js'])
+      assert.equal((await fetch(stack.base + p)).status, 404, p);
+  });
+
+  test('the Markdown route needs a signed-in user', async () => {
+    const r = await fetch(stack.base + '/api/markdown', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"text":"x"}' });
+    assert.equal(r.status, 401);
+  });
+});
+
+describe('signing in', () => {
+  test('wrong password, then sign in, see the fail-closed banner, sign out', async () => {
+    const { context, page, problems } = await newPage(browser);
+    await page.goto(stack.base + '/');
+    await page.locator('#email').fill(EMAIL);
+    await page.locator('#password').fill('not the password');
+    await page.locator('#signin-submit').click();
+    await page.locator('#signin-error').filter({ hasText: 'Wrong email or password' }).waitFor();
+    await screenshot(page, 'signin-desktop-light');
+    await page.locator('#password').fill('correct horse battery');
+    await page.locator('#password').press('Enter');
+    await page.locator('body[data-view="app"]').waitFor();
+    // execution is off here: the banner names the missing settings
+    const banner = page.locator('#exec-banner');
+    await banner.waitFor();
+    assert.match(await banner.innerText(), /Execution is off/);
+    assert.match(await banner.innerText(), /OPENSANDBOX_URL/);
+    assert.match(await banner.innerText(), /OPENSANDBOX_API_KEY/);
+    // the model picker lists the allowlist
+    assert.deepEqual(await page.locator('#model option').allInnerTexts(), ['openai:gpt-4o-mini', 'anthropic:claude-sonnet-4']);
+    await page.locator('#signout').click();
+    await page.locator('body[data-view="signin"]').waitFor();
+    const me = await page.evaluate(() => fetch('/api/me').then((r) => r.status));
+    assert.equal(me, 401);
+    clean(problems);
+    await context.close();
+  });
+});
+
+describe('chatting', () => {
+  test('send a message and watch it stream in; the chat lands in the sidebar', async () => {
+    const { context, page, problems } = await newPage(browser);
+    await signIn(page, stack.base, EMAIL);
+    await send(page, 'Count for me #scenario:ui-slow');
+    const turn = page.locator('article.turn').last();
+    const text = turn.locator('.segment');
+    // part of the answer is on screen while the turn still runs, with a stop button
+    await page.waitForFunction(() => {
+      const t = document.querySelector('article.turn[aria-busy="true"] .segment');
+      return t && /word3\b/.test(t.textContent) && !/word24/.test(t.textContent);
+    });
+    assert.equal(await page.locator('#send').getAttribute('aria-label'), 'Stop');
+    await lastTurnDone(page);
+    assert.equal((await text.innerText()).trim(), WORDS.join(' '));
+    assert.equal(await page.locator('#send').getAttribute('aria-label'), 'Send');
+    assert.match(page.url(), /\/c\/[0-9a-f-]{36}$/);
+    await page.locator('#chats li', { hasText: 'Count for me' }).waitFor();
+    // the user's message once, above the answer
+    assert.equal(await page.locator('.msg.user').count(), 1);
+    clean(problems);
+    await context.close();
+  });
+
+  test('Shift+Enter is a new line, Enter sends; the answer is Markdown', async () => {
+    const { context, page, problems } = await newPage(browser, { acceptDownloads: false });
+    await context.grantPermissions(['clipboard-read', 'clipboard-write']);
+    await signIn(page, stack.base, EMAIL);
+    const box = page.locator('#prompt');
+    await box.click();
+    await box.type('first line');
+    await box.press('Shift+Enter');
+    await box.type('#scenario:ui-markdown');
+    assert.equal(await box.inputValue(), 'first line\n#scenario:ui-markdown');
+    await box.press('Enter');
+    await lastTurnDone(page);
+    const md = page.locator('article.turn .md').last();
+    await md.locator('table').waitFor();
+    assert.deepEqual(await md.locator('th').allInnerTexts(), ['name', 'count']);
+    assert.equal(await md.locator('td[align="right"]').first().innerText(), '3');
+    // highlighted code with a copy button
+    const code = md.locator('.codeblock');
+    assert.equal(await code.locator('.lang').innerText(), 'python');
+    assert.ok((await code.locator('.hljs-keyword').count()) > 0, 'highlighted');
+    await code.locator('button.copy').click();
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), 'def greet(name):\n    return f"hi {name}"\n');
+    // links open in a new tab without an opener
+    const a = md.locator('a', { hasText: 'the docs' });
+    assert.equal(await a.getAttribute('href'), 'https://example.com/docs');
+    assert.equal(await a.getAttribute('target'), '_blank');
+    assert.match(await a.getAttribute('rel'), /noopener/);
+    assert.equal(await md.locator('del').innerText(), 'old');
+    assert.equal(await page.locator('.msg.user .bubble').last().innerText(), 'first line\n#scenario:ui-markdown');
+    clean(problems);
+    await context.close();
+  });
+
+  test('stop ends the turn where it is', async () => {
+    const { context, page, problems } = await newPage(browser);
+    await signIn(page, stack.base, EMAIL);
+    await send(page, 'Take your time #scenario:ui-long');
+    await page.waitForFunction(() => /word2\b/.test(document.querySelector('article.turn[aria-busy="true"] .segment')?.textContent || ''));
+    await page.locator('#send[aria-label="Stop"]').click();
+    await lastTurnDone(page, 'cancelled');
+    const t = await page.locator('article.turn .segment').last().innerText();
+    assert.doesNotMatch(t, /word24/);
+    await page.locator('article.turn .turn-foot', { hasText: 'stopped' }).waitFor();
+    assert.equal(await page.locator('#send').getAttribute('aria-label'), 'Send');
+    clean(problems);
+    await context.close();
+  });
+
+  test('a failing turn shows a clear error and retry sends it again', async () => {
+    const { context, page, problems } = await newPage(browser);
+    await signIn(page, stack.base, EMAIL);
+    await send(page, 'This breaks #scenario:ui-fail');
+    await lastTurnDone(page, 'failed');
+    const err = page.locator('.turn-error').last();
+    await err.waitFor();
+    assert.match(await err.innerText(), /fell over|500/);
+    await screenshot(page, 'error-desktop-light');
+    stack.ms.addScenario('ui-fail', { steps: [{ text: 'Better now.' }] });
+    await err.locator('button', { hasText: 'Retry' }).click();
+    await page.locator('article.turn[data-state="done"] .segment', { hasText: 'Better now.' }).waitFor();
+    clean(problems);
+    await context.close();
+  });
+
+  test('reload in the middle of a turn: the turn goes on and finishes', async () => {
+    const { context, page, problems } = await newPage(browser);
+    await signIn(page, stack.base, EMAIL);
+    await send(page, 'Keep going #scenario:ui-long');
+    await page.waitForFunction(() => /word2\b/.test(document.querySelector('article.turn[aria-busy="true"] .segment')?.textContent || ''));
+    const url = page.url();
+    await page.reload();
+    assert.equal(page.url(), url);
+    await page.locator('article.turn[aria-busy="true"]').waitFor();
+    await lastTurnDone(page);
+    assert.equal((await page.locator('article.turn .segment').last().innerText()).trim(), WORDS.join(' '));
+    assert.equal(await page.locator('.msg.user').count(), 1);
+    clean(problems);
+    await context.close();
+  });
+
+  test('the plan card ticks its milestones', async () => {
+    const { context, page, problems } = await newPage(browser);
+    await signIn(page, stack.base, EMAIL);
+    await send(page, 'Plan it #scenario:ui-plan');
+    await lastTurnDone(page);
+    const plan = page.locator('.card.plan').last();
+    assert.equal(await plan.locator('.goal').innerText(), 'Write the Q3 summary');
+    assert.deepEqual(await plan.locator('.milestone').evaluateAll((els) => els.map((e) => e.dataset.status)), ['done', 'done', 'in_progress']);
+    assert.match(await plan.locator('.count').innerText(), /2 of 3 done/);
+    assert.equal(await page.locator('.card.tool[data-tool="plan_task"] .lane').first().innerText(), 'fast');
+    await screenshot(page, 'plan-desktop-light');
+    clean(problems);
+    await context.close();
+  });
+});
+
+describe('model output cannot inject script', () => {
+  test('<script>, javascript: links and event handlers render as text and never run', async () => {
+    const { context, page, problems } = await newPage(browser);
+    await signIn(page, stack.base, EMAIL);
+    await send(page, 'Try it <img src=x onerror="window.__xss=11"> #scenario:ui-xss');
+    await lastTurnDone(page);
+    await page.locator('.segment', { hasText: 'Done:' }).waitFor();
+    const thread = page.locator('.thread');
+    const text = await thread.innerText();
+    assert.match(text, /<script>window.__xss = 1; alert\("script"\)<\/script>/);
+    assert.match(text, /<img src=x onerror="window.__xss = 2; alert\('img'\)">/);
+    assert.match(text, /<svg onload="window.__xss=5">/);
+    assert.match(text, /<b onclick="window.__xss=10">bold\?<\/b>/);
+    assert.match(text, /Try it <img src=x onerror="window.__xss=11">/);
+    // the plan card shows the tool's arguments as text too
+    assert.equal(await page.locator('.card.plan .goal').innerText(), '<img src=x onerror="window.__xss=8">');
+    const dom = await thread.evaluate((el) => ({
+      scripts: el.querySelectorAll('script, iframe, object, embed, img:not(.preview-image), svg:not(.icon), math').length,
+      handlers: [...el.querySelectorAll('*')].flatMap((n) => [...n.attributes].filter((a) => /^on/i.test(a.name)).map((a) => `${n.tagName} ${a.name}`)),
+      links: [...el.querySelectorAll('.md a')].map((a) => a.getAttribute('href')),
+      styles: el.querySelectorAll('[style]:not(.file)').length,
+    }));
+    assert.equal(dom.scripts, 0, 'no script, frame or foreign image elements');
+    assert.deepEqual(dom.handlers, [], 'no event-handler attributes');
+    for (const href of dom.links) assert.match(href, /^https:\/\//, `link ${href}`);
+    // the javascript: link is text, and the image became a link (never fetched)
+    assert.equal(await page.locator('.md', { hasText: 'click me' }).locator('a').count(), 0);
+    assert.equal(await page.locator('.md a', { hasText: 'image: pixel' }).getAttribute('href'), 'https://tracker.example/p.gif?c=secret');
+    // hover and click what looks clickable: nothing runs
+    await page.locator('.md', { hasText: 'click me' }).getByText('click me').click();
+    await page.locator('td', { hasText: 'hover' }).hover();
+    assert.equal(await page.evaluate(() => window.__xss), undefined);
+    await screenshot(page, 'xss-desktop-light');
+    clean(problems);
+    await context.close();
+  });
+});
+
+describe('sidebar', () => {
+  test('new chat, rename, search by title, delete with confirmation', async () => {
+    const { context, page, problems } = await newPage(browser);
+    await signIn(page, stack.base, 'bob@example.com');
+    await send(page, 'Alpha topic #scenario:ui-hello');
+    await lastTurnDone(page);
+    await page.locator('#new-chat').click();
+    await page.locator('.welcome').waitFor();
+    assert.equal(new URL(page.url()).pathname, '/');
+    await send(page, 'Beta topic #scenario:ui-hello');
+    await lastTurnDone(page);
+    const items = page.locator('#chats li');
+    await page.locator('#chats li', { hasText: 'Alpha topic' }).waitFor();
+    assert.equal(await items.count(), 2);
+    // rename with Enter
+    const beta = page.locator('#chats li', { hasText: 'Beta topic' });
+    await beta.hover();
+    await beta.locator('button[title="Rename"]').click();
+    const input = page.locator('#chats input.rename');
+    await input.fill('Budget review');
+    await input.press('Enter');
+    await page.locator('#chats li', { hasText: 'Budget review' }).waitFor();
+    // search by title
+    await page.locator('#search').fill('alph');
+    await page.locator('#chats li', { hasText: 'Alpha topic' }).waitFor();
+    assert.equal(await items.count(), 1);
+    await page.locator('#search').fill('');
+    assert.equal(await items.count(), 2);
+    // opening a chat from the list shows its history
+    await page.locator('#chats a', { hasText: 'Alpha topic' }).click();
+    await page.locator('.msg.user', { hasText: 'Alpha topic' }).waitFor();
+    await page.locator('.segment', { hasText: 'How can I help?' }).waitFor();
+    await screenshot(page, 'chat-desktop-light');
+    // delete: cancel keeps it, confirm removes it
+    const alpha = page.locator('#chats li', { hasText: 'Alpha topic' });
+    await alpha.hover();
+    await alpha.locator('button[title="Delete"]').click();
+    await page.locator('#confirm-delete[open]').waitFor();
+    await page.locator('#confirm-delete button[value="cancel"]').click();
+    assert.equal(await items.count(), 2);
+    await alpha.hover();
+    await alpha.locator('button[title="Delete"]').click();
+    await page.locator('#confirm-delete button[value="delete"]').click();
+    await page.locator('#chats li', { hasText: 'Alpha topic' }).waitFor({ state: 'detached' });
+    assert.equal(await items.count(), 1);
+    await page.locator('.welcome').waitFor(); // the open chat was the deleted one
+    // and the server agrees
+    const list = await page.evaluate(() => fetch('/api/sessions').then((r) => r.json()));
+    assert.deepEqual(list.sessions.map((s) => s.title), ['Budget review']);
+    clean(problems);
+    await context.close();
+  });
+
+  test('keyboard: "/" opens the skills menu, Escape closes it; the panel tabs take arrow keys', async () => {
+    const { context, page, problems } = await newPage(browser);
+    await signIn(page, stack.base, 'bob@example.com');
+    const box = page.locator('#prompt');
+    await box.focus();
+    await page.keyboard.type('/');
+    await page.locator('#skills').waitFor();
+    assert.match(await page.locator('#skills').innerText(), /No skills yet/);
+    await page.keyboard.press('Escape');
+    await page.locator('#skills').waitFor({ state: 'hidden' });
+    await page.keyboard.press('Backspace');
+    await page.locator('#panel-toggle').click();
+    await page.locator('#tab-files[aria-selected="true"]').focus();
+    await page.keyboard.press('ArrowRight');
+    assert.equal(await page.locator('#tab-trace').getAttribute('aria-selected'), 'true');
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'tab-trace');
+    clean(problems);
+    await context.close();
+  });
+});
+
+describe('screens', () => {
+  for (const viewport of ['desktop', 'phone'])
+    for (const theme of ['light', 'dark'])
+      test(`the chat on a ${viewport} in ${theme}`, async () => {
+        const { context, page, problems } = await newPage(browser, { viewport, theme });
+        await signIn(page, stack.base, EMAIL);
+        await send(page, 'Show me a table and some code #scenario:ui-markdown');
+        await lastTurnDone(page);
+        await page.locator('.codeblock').last().waitFor();
+        // nothing is wider than the screen
+        const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+        assert.ok(overflow <= 0, `page scrolls sideways by ${overflow}px`);
+        await screenshot(page, `chat-${viewport}-${theme}`);
+        if (viewport === 'phone') {
+          await page.locator('#menu-toggle').click();
+          await page.locator('body.drawer-open').waitFor();
+          await page.locator('#chats li').first().waitFor();
+          await screenshot(page, `sidebar-phone-${theme}`);
+        }
+        clean(problems);
+        await context.close();
+      });
+});
