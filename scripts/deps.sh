@@ -22,6 +22,9 @@ run=(postgresql-15 debootstrap debian-archive-keyring iproute2 util-linux ca-cer
 # engine, with containerd, runc and tini): the docker runtime's tests and bench
 # rows; tests/setup.d/20-docker.sh starts dockerd when none runs.
 test=(bubblewrap docker.io)
+# The web UI's end-to-end tests drive Debian's Chromium with playwright-core
+# (tests/e2e/); fonts-inter gives the screenshots the UI's own typeface.
+test+=(chromium fonts-inter)
 # tusko-execd's tests run execd on the host: its code contexts need the Jupyter
 # kernel and the libraries the sandbox image has (images/sandbox/).
 test+=(python3-ipykernel python3-pandas python3-matplotlib)

@@ -7,13 +7,13 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import { stopAll } from '../lib/harness.mjs';
-import { lastTurnDone, launchBrowser, newPage, screenshot, send, signIn, startStack } from './lib.mjs';
+import { lastTurnDone, launchBrowser, needsAgent, newPage, screenshot, send, signIn, startStack } from './lib.mjs';
 
 const WORDS = Array.from({ length: 24 }, (_, i) => `word${i + 1}`);
 const scenarios = {
   'ui-hello': { steps: [{ text: 'Hello! I am **Tusko**. How can I help?' }] },
   'ui-slow': { steps: [{ text: WORDS.join(' '), split: 'words', chunk_delay_ms: 120 }] },
-  'ui-long': { steps: [{ text: WORDS.join(' '), split: 'words', chunk_delay_ms: 400 }] },
+  'ui-long': { steps: [{ text: WORDS.join(' '), split: 'words', chunk_delay_ms: 200 }] },
   'ui-fail': { steps: [{ error: { status: 500, message: 'the model fell over' } }] },
   'ui-markdown': {
     steps: [
@@ -165,7 +165,8 @@ describe('signing in', () => {
 });
 
 describe('chatting', () => {
-  test('send a message and watch it stream in; the chat lands in the sidebar', async () => {
+  test('send a message and watch it stream in; the chat lands in the sidebar', async (t) => {
+    if (needsAgent(t, stack)) return;
     const { context, page, problems } = await newPage(browser);
     await signIn(page, stack.base, EMAIL);
     await send(page, 'Count for me #scenario:ui-slow');
@@ -188,7 +189,8 @@ describe('chatting', () => {
     await context.close();
   });
 
-  test('Shift+Enter is a new line, Enter sends; the answer is Markdown', async () => {
+  test('Shift+Enter is a new line, Enter sends; the answer is Markdown', async (t) => {
+    if (needsAgent(t, stack)) return;
     const { context, page, problems } = await newPage(browser, { acceptDownloads: false });
     await context.grantPermissions(['clipboard-read', 'clipboard-write']);
     await signIn(page, stack.base, EMAIL);
@@ -221,22 +223,24 @@ describe('chatting', () => {
     await context.close();
   });
 
-  test('stop ends the turn where it is', async () => {
+  test('stop ends the turn where it is', async (t) => {
+    if (needsAgent(t, stack)) return;
     const { context, page, problems } = await newPage(browser);
     await signIn(page, stack.base, EMAIL);
     await send(page, 'Take your time #scenario:ui-long');
     await page.waitForFunction(() => /word2\b/.test(document.querySelector('article.turn[aria-busy="true"] .segment')?.textContent || ''));
     await page.locator('#send[aria-label="Stop"]').click();
     await lastTurnDone(page, 'cancelled');
-    const t = await page.locator('article.turn .segment').last().innerText();
-    assert.doesNotMatch(t, /word24/);
+    const shown = await page.locator('article.turn .segment').last().innerText();
+    assert.doesNotMatch(shown, /word24/);
     await page.locator('article.turn .turn-foot', { hasText: 'stopped' }).waitFor();
     assert.equal(await page.locator('#send').getAttribute('aria-label'), 'Send');
     clean(problems);
     await context.close();
   });
 
-  test('a failing turn shows a clear error and retry sends it again', async () => {
+  test('a failing turn shows a clear error and retry sends it again', async (t) => {
+    if (needsAgent(t, stack)) return;
     const { context, page, problems } = await newPage(browser);
     await signIn(page, stack.base, EMAIL);
     await send(page, 'This breaks #scenario:ui-fail');
@@ -252,7 +256,8 @@ describe('chatting', () => {
     await context.close();
   });
 
-  test('reload in the middle of a turn: the turn goes on and finishes', async () => {
+  test('reload in the middle of a turn: the turn goes on and finishes', async (t) => {
+    if (needsAgent(t, stack)) return;
     const { context, page, problems } = await newPage(browser);
     await signIn(page, stack.base, EMAIL);
     await send(page, 'Keep going #scenario:ui-long');
@@ -268,7 +273,8 @@ describe('chatting', () => {
     await context.close();
   });
 
-  test('the plan card ticks its milestones', async () => {
+  test('the plan card ticks its milestones', async (t) => {
+    if (needsAgent(t, stack)) return;
     const { context, page, problems } = await newPage(browser);
     await signIn(page, stack.base, EMAIL);
     await send(page, 'Plan it #scenario:ui-plan');
@@ -277,7 +283,8 @@ describe('chatting', () => {
     assert.equal(await plan.locator('.goal').innerText(), 'Write the Q3 summary');
     assert.deepEqual(await plan.locator('.milestone').evaluateAll((els) => els.map((e) => e.dataset.status)), ['done', 'done', 'in_progress']);
     assert.match(await plan.locator('.count').innerText(), /2 of 3 done/);
-    assert.equal(await page.locator('.card.tool[data-tool="plan_task"] .lane').first().innerText(), 'fast');
+    assert.equal(await plan.locator('.lane').innerText(), 'fast');
+    assert.equal(await page.locator('.card.tool[data-tool="plan_task"]').count(), 0, 'the plan card stands for its tool calls');
     await screenshot(page, 'plan-desktop-light');
     clean(problems);
     await context.close();
@@ -285,7 +292,8 @@ describe('chatting', () => {
 });
 
 describe('model output cannot inject script', () => {
-  test('<script>, javascript: links and event handlers render as text and never run', async () => {
+  test('<script>, javascript: links and event handlers render as text and never run', async (t) => {
+    if (needsAgent(t, stack)) return;
     const { context, page, problems } = await newPage(browser);
     await signIn(page, stack.base, EMAIL);
     await send(page, 'Try it <img src=x onerror="window.__xss=11"> #scenario:ui-xss');
@@ -310,10 +318,10 @@ describe('model output cannot inject script', () => {
     assert.deepEqual(dom.handlers, [], 'no event-handler attributes');
     for (const href of dom.links) assert.match(href, /^https:\/\//, `link ${href}`);
     // the javascript: link is text, and the image became a link (never fetched)
-    assert.equal(await page.locator('.md', { hasText: 'click me' }).locator('a').count(), 0);
+    assert.equal(await page.locator('.md p', { hasText: 'click me' }).locator('a').count(), 0);
     assert.equal(await page.locator('.md a', { hasText: 'image: pixel' }).getAttribute('href'), 'https://tracker.example/p.gif?c=secret');
     // hover and click what looks clickable: nothing runs
-    await page.locator('.md', { hasText: 'click me' }).getByText('click me').click();
+    await page.locator('.md p', { hasText: 'click me' }).click();
     await page.locator('td', { hasText: 'hover' }).hover();
     assert.equal(await page.evaluate(() => window.__xss), undefined);
     await screenshot(page, 'xss-desktop-light');
@@ -323,7 +331,8 @@ describe('model output cannot inject script', () => {
 });
 
 describe('sidebar', () => {
-  test('new chat, rename, search by title, delete with confirmation', async () => {
+  test('new chat, rename, search by title, delete with confirmation', async (t) => {
+    if (needsAgent(t, stack)) return;
     const { context, page, problems } = await newPage(browser);
     await signIn(page, stack.base, 'bob@example.com');
     await send(page, 'Alpha topic #scenario:ui-hello');
@@ -399,10 +408,12 @@ describe('sidebar', () => {
 describe('screens', () => {
   for (const viewport of ['desktop', 'phone'])
     for (const theme of ['light', 'dark'])
-      test(`the chat on a ${viewport} in ${theme}`, async () => {
+      test(`the chat on a ${viewport} in ${theme}`, async (t) => {
+    if (needsAgent(t, stack)) return;
         const { context, page, problems } = await newPage(browser, { viewport, theme });
         await signIn(page, stack.base, EMAIL);
-        await send(page, 'Show me a table and some code #scenario:ui-markdown');
+        stack.ms.addScenario('default', scenarios['ui-markdown']);
+        await send(page, 'Show me a table and some code');
         await lastTurnDone(page);
         await page.locator('.codeblock').last().waitFor();
         // nothing is wider than the screen

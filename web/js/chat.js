@@ -187,7 +187,8 @@ export class ChatView {
         const card = new ToolCard(ev);
         if (ev.agent) card.el.dataset.agent = ev.agent;
         t.cards.set(ev.call_id, card);
-        t.add(card.el);
+        // the plan card stands for plan_task; its tool card shows only on failure
+        if (ev.name !== 'plan_task') t.add(card.el);
         break;
       }
       case 'tool_output': {
@@ -198,12 +199,17 @@ export class ChatView {
       case 'tool_end': {
         const card = t.cards.get(ev.call_id);
         if (card) card.end(ev);
+        if (card && ev.ok === false && !card.el.isConnected) t.add(card.el);
         if (ev.ok !== false && FILE_TOOLS.test(ev.name || '')) this.opts.onFilesChanged();
         break;
       }
-      case 'sandbox_spawn':
-        t.add(spawnNotice(ev));
+      case 'sandbox_spawn': {
+        // shown above the tool call that needed the sandbox: that is what it waited for
+        const card = ev.call_id && t.cards.get(ev.call_id);
+        if (card && card.el.isConnected) card.el.before(spawnNotice(ev));
+        else t.add(spawnNotice(ev));
         break;
+      }
       case 'sandbox_gone':
         t.add(goneNotice(ev));
         break;

@@ -52,6 +52,13 @@ export class FilesView {
     try {
       const r = await api(`/api/sessions/${sid}/files?path=${encodeURIComponent('/workspace')}&depth=5`);
       if (sid !== this.sessionId) return;
+      if (r.sandbox === false) {
+        // no live sandbox: the server did not start one to look (and says why)
+        clear(this.tree);
+        const m = r.message || 'nothing here yet';
+        this.status.textContent = m.charAt(0).toUpperCase() + m.slice(1) + (/[.!]$/.test(m) ? '' : '.');
+        return;
+      }
       this.renderTree(r.entries || []);
     } catch (e) {
       if (sid !== this.sessionId) return;

@@ -32,7 +32,8 @@ async function showSignIn(message) {
   }
   const sso = $('#sso');
   sso.hidden = !state.config.oidc;
-  if (state.config.oidc_start) sso.href = state.config.oidc_start;
+  const back = location.pathname.startsWith('/c/') ? `?return_to=${encodeURIComponent(location.pathname)}` : '';
+  if (state.config.oidc_start) sso.href = state.config.oidc_start + back;
   form.hidden = state.config.password === false;
   const params = new URLSearchParams(location.search);
   if (params.get('error')) {
