@@ -107,16 +107,18 @@ function executionBanner(ex) {
     return;
   }
   const missing = ex.missing || [];
+  const names = missing.flatMap((m, i) => [i ? ', ' : '', h('code', { text: m })]);
   b.replaceChildren(
     icon('lock'),
     h(
-      'div',
+      'div.long',
       {},
       h('strong', { text: 'Execution is off. ' }),
       'The agent can talk, plan and look things up, but cannot write files or run code: this server has no sandbox service configured',
-      missing.length ? [' (missing: ', ...missing.flatMap((m, i) => [i ? ', ' : '', h('code', { text: m })]), ')'] : '',
+      missing.length ? [' (missing: ', ...names, ')'] : '',
       '. An operator sets them in the server’s environment.',
     ),
+    h('div.short', {}, h('strong', { text: 'Execution is off' }), missing.length ? [': set ', ...names.map((n) => (n instanceof Node ? n.cloneNode(true) : n))] : ''),
   );
   b.hidden = false;
 }
