@@ -61,6 +61,7 @@ tk_status utopia_init(utopia *u, const utopia_config *cfg, char *err, size_t err
         return TK_EINVAL;
     }
     u->embeddings = u->cfg.embeddings_model && u->cfg.embeddings_url;
+    u->embed_scan_all = UTOPIA_EMBED_SCAN_ALL;
     u->local.limits.timeout_ms = u->cfg.extract_timeout_ms;
     u->local.limits.cpu_seconds = (u->cfg.extract_timeout_ms + 999) / 1000;
     u->local.limits.memory_bytes = u->cfg.extract_memory_mb << 20;

@@ -47,41 +47,52 @@ static const char SQL_FUZZY[] =
     "1500)) x WHERE term <> $2 ORDER BY 3 DESC, 2 DESC LIMIT 4) y WHERE sim >= 0.3";
 
 /* 3. the rankings over capped candidate sets, fused: exact, lenient and, with
- * an embeddings model, semantic (dot products of unit vectors: over the lexical
- * candidates, or over all of a small user's chunks when $9) */
-static const char SQL_CHUNKS[] =
-    "WITH q AS (SELECT websearch_to_tsquery($2::regconfig, $3) AS tq, "
-    "  to_tsquery($2::regconfig, $7) AS lq), "
-    "fts AS (SELECT c.id, ts_rank_cd(c.tsv, websearch_to_tsquery($2::regconfig, $3)) AS r FROM "
-    "  (SELECT id, tsv FROM utopia_chunks WHERE user_id = $1 AND ($4::uuid IS NULL OR chat_id = "
-    "$4) "
-    "  AND tsv @@ websearch_to_tsquery($2::regconfig, $3) LIMIT $5) c ORDER BY 2 DESC, 1 LIMIT "
-    "100), "
-    "len AS (SELECT c.id, ts_rank_cd(c.tsv, to_tsquery($2::regconfig, $7)) AS r FROM (SELECT id, "
-    "  tsv FROM utopia_chunks WHERE user_id = $1 AND ($4::uuid IS NULL OR chat_id = $4) AND tsv @@ "
-    "  to_tsquery($2::regconfig, $7) LIMIT $5) c ORDER BY 2 DESC, 1 LIMIT 100), "
-    "sem AS (SELECT id, r FROM (SELECT c.id, (SELECT sum(a * b) FROM unnest(c.embedding, "
-    "  $8::real[]) t(a, b)) AS r FROM utopia_chunks c WHERE $8::real[] IS NOT NULL AND c.user_id = "
-    "  $1 AND ($4::uuid IS NULL OR c.chat_id = $4) AND c.embedding IS NOT NULL AND "
-    "  array_length(c.embedding, 1) = array_length($8::real[], 1) AND ($9::bool OR c.id IN "
-    "  (SELECT id FROM fts UNION ALL SELECT id FROM len))) s WHERE r > 0 ORDER BY 2 DESC, 1 "
-    "  LIMIT 100), "
-    "rk AS (SELECT id, row_number() OVER (ORDER BY r DESC, id) AS exact, NULL::bigint AS lenient, "
-    "  NULL::bigint AS semantic FROM fts "
-    "  UNION ALL SELECT id, NULL, row_number() OVER (ORDER BY r DESC, id), NULL FROM len "
-    "  UNION ALL SELECT id, NULL, NULL, row_number() OVER (ORDER BY r DESC, id) FROM sem), "
-    "fused AS (SELECT id, sum(1.0 / (60 + coalesce(exact, lenient, semantic))) AS score, "
-    "  min(exact) AS exact, min(lenient) AS lenient, min(semantic) AS semantic FROM rk GROUP BY id "
-    "  ORDER BY 2 DESC, 1 LIMIT $6) "
-    "SELECT coalesce(json_agg(json_build_object('type', 'chunk', 'score', "
-    "  round(f.score::numeric, 6), 'document_id', c.document_id, 'title', d.title, 'position', "
-    "  c.position, 'heading', c.heading, 'chat_id', c.chat_id, 'ranks', "
-    "  json_strip_nulls(json_build_object('exact', f.exact, 'lenient', f.lenient, 'semantic', "
-    "  f.semantic)), 'snippet', ts_headline($2::regconfig, c.body, (SELECT tq || lq FROM q), "
-    "  'StartSel=**, StopSel=**, MaxWords=40, MinWords=15, MaxFragments=2, "
-    "  FragmentDelimiter=\" … \"')) ORDER BY f.score DESC, f.id), '[]'::json) "
-    "FROM fused f JOIN utopia_chunks c ON c.id = f.id JOIN utopia_documents d ON d.id = "
-    "c.document_id";
+ * an embeddings model, semantic (dot products of unit vectors $8: over all of
+ * a small user's chunks, else over the lexical candidates). Three variants, so
+ * that no statement carries a plan for work it will not do: the planner's cost
+ * of an unused full scan alone turned on JIT compilation (~50 ms). */
+#define CHUNKS_HEAD                                                                                \
+    "WITH q AS (SELECT websearch_to_tsquery($2::regconfig, $3) AS tq, "                            \
+    "  to_tsquery($2::regconfig, $7) AS lq), "                                                     \
+    "fts AS (SELECT c.id, ts_rank_cd(c.tsv, websearch_to_tsquery($2::regconfig, $3)) AS r FROM "   \
+    "  (SELECT id, tsv FROM utopia_chunks WHERE user_id = $1 AND ($4::uuid IS NULL OR chat_id = "  \
+    "  $4) AND tsv @@ websearch_to_tsquery($2::regconfig, $3) LIMIT $5) c ORDER BY 2 DESC, 1 "     \
+    "  LIMIT 100), "                                                                               \
+    "len AS (SELECT c.id, ts_rank_cd(c.tsv, to_tsquery($2::regconfig, $7)) AS r FROM (SELECT id, " \
+    "  tsv FROM utopia_chunks WHERE user_id = $1 AND ($4::uuid IS NULL OR chat_id = $4) AND tsv "  \
+    "  @@ to_tsquery($2::regconfig, $7) LIMIT $5) c ORDER BY 2 DESC, 1 LIMIT 100), "
+#define SEM_DOT  "(SELECT sum(a * b) FROM unnest(c.embedding, $8::real[]) t(a, b))"
+#define SEM_NONE "sem AS (SELECT NULL::bigint AS id, NULL::real AS r WHERE false), "
+#define SEM_ALL                                                                                    \
+    "sem AS (SELECT id, r FROM (SELECT c.id, " SEM_DOT " AS r FROM utopia_chunks c WHERE "         \
+    "  c.user_id = $1 AND ($4::uuid IS NULL OR c.chat_id = $4) AND c.embedding IS NOT NULL AND "   \
+    "  array_length(c.embedding, 1) = array_length($8::real[], 1)) s WHERE r > 0 ORDER BY 2 "      \
+    "  DESC, 1 LIMIT 100), "
+#define SEM_CANDIDATES                                                                             \
+    "sem AS (SELECT id, r FROM (SELECT c.id, " SEM_DOT " AS r FROM (SELECT id FROM fts UNION "     \
+    "  SELECT id FROM len) ids JOIN utopia_chunks c ON c.id = ids.id WHERE c.embedding IS NOT "    \
+    "  NULL AND array_length(c.embedding, 1) = array_length($8::real[], 1)) s WHERE r > 0 "        \
+    "  ORDER BY 2 DESC, 1 LIMIT 100), "
+#define CHUNKS_TAIL                                                                                \
+    "rk AS (SELECT id, row_number() OVER (ORDER BY r DESC, id) AS exact, NULL::bigint AS "         \
+    "  lenient, NULL::bigint AS semantic FROM fts "                                                \
+    "  UNION ALL SELECT id, NULL, row_number() OVER (ORDER BY r DESC, id), NULL FROM len "         \
+    "  UNION ALL SELECT id, NULL, NULL, row_number() OVER (ORDER BY r DESC, id) FROM sem), "       \
+    "fused AS (SELECT id, sum(1.0 / (60 + coalesce(exact, lenient, semantic))) AS score, "         \
+    "  min(exact) AS exact, min(lenient) AS lenient, min(semantic) AS semantic FROM rk GROUP BY "  \
+    "  id ORDER BY 2 DESC, 1 LIMIT $6) "                                                           \
+    "SELECT coalesce(json_agg(json_build_object('type', 'chunk', 'score', "                        \
+    "  round(f.score::numeric, 6), 'document_id', c.document_id, 'title', d.title, 'position', "   \
+    "  c.position, 'heading', c.heading, 'chat_id', c.chat_id, 'ranks', "                          \
+    "  json_strip_nulls(json_build_object('exact', f.exact, 'lenient', f.lenient, 'semantic', "    \
+    "  f.semantic)), 'snippet', ts_headline($2::regconfig, c.body, (SELECT tq || lq FROM q), "     \
+    "  'StartSel=**, StopSel=**, MaxWords=40, MinWords=15, MaxFragments=2, "                       \
+    "  FragmentDelimiter=\" … \"')) ORDER BY f.score DESC, f.id), '[]'::json) "                  \
+    "FROM fused f JOIN utopia_chunks c ON c.id = f.id JOIN utopia_documents d ON d.id = "          \
+    "c.document_id"
+static const char SQL_CHUNKS[] = CHUNKS_HEAD SEM_NONE CHUNKS_TAIL;
+static const char SQL_CHUNKS_SEM_ALL[] = CHUNKS_HEAD SEM_ALL CHUNKS_TAIL;
+static const char SQL_CHUNKS_SEM_CAND[] = CHUNKS_HEAD SEM_CANDIDATES CHUNKS_TAIL;
 
 /* LIKE pattern of s's first n characters, or of its last n reversed */
 static void like_prefix(const char *s, size_t n, int reverse_it, char *out, size_t outlen)
@@ -339,16 +350,12 @@ tk_status utopia_search(const utopia *u, PGconn *c, const char *user_id,
                 tk_warn("utopia", "msg=\"query not embedded\" error=\"%s\"", eerr);
             free(v);
         }
-        const char *p[] = {user_id,
-                           u->cfg.fts_config,
-                           q,
-                           chat,
-                           cand,
-                           ks,
-                           lq,
-                           qv.len ? qv.data : NULL,
-                           total <= UTOPIA_EMBED_SCAN_ALL ? "true" : "false"};
-        json_t *r = utopia_db_json(c, SQL_CHUNKS, 9, p, NULL, err, errlen);
+        const char *p[] = {user_id, u->cfg.fts_config,      q, chat, cand, ks,
+                           lq,      qv.len ? qv.data : NULL};
+        const char *sql = !qv.len                      ? SQL_CHUNKS
+                          : total <= u->embed_scan_all ? SQL_CHUNKS_SEM_ALL
+                                                       : SQL_CHUNKS_SEM_CAND;
+        json_t *r = utopia_db_json(c, sql, qv.len ? 8 : 7, p, NULL, err, errlen);
         tk_buf_free(&qv);
         free(lq);
         if (!r) {

@@ -147,6 +147,9 @@ typedef struct {
     utopia_local_config local;
     utopia_extractor extractor; /* PDF/DOCX; replace to extract elsewhere */
     int embeddings;             /* 1 when an embeddings model is configured */
+    /* Users with at most this many chunks have all ranked by similarity; above,
+     * only the lexical candidates are (UTOPIA_EMBED_SCAN_ALL; tests lower it). */
+    int64_t embed_scan_all;
 } utopia;
 
 /* Checks the configuration and sets u up (u keeps pointers into cfg's strings). */

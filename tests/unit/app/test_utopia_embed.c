@@ -196,6 +196,18 @@ TEST(semantic_ranking_finds_synonyms)
     r = find(&plain, c, "car");
     CHECK_INT(json_array_size(json_object_get(r, "results")), ==, 0);
     json_decref(r);
+    /* a large user: similarity re-ranks the lexical candidates only */
+    u.embed_scan_all = 0;
+    r = find(&u, c, "car");
+    CHECK_INT(json_array_size(json_object_get(r, "results")), ==, 0);
+    json_decref(r);
+    r = find(&u, c, "car oil hours");
+    top = json_array_get(json_object_get(r, "results"), 0);
+    CHECK(strstr(tk_json_str(top, "snippet"), "Automobile") != NULL);
+    CHECK_INT(tk_json_int_or(json_object_get(top, "ranks"), "semantic", 0), ==, 1);
+    CHECK_INT(json_array_size(json_object_get(r, "results")), ==, 2);
+    json_decref(r);
+    u.embed_scan_all = 5000;
     /* exact words still win */
     r = find(&u, c, "garden watering");
     top = json_array_get(json_object_get(r, "results"), 0);
