@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -95,10 +96,19 @@ static int runtime_dir(char *err, size_t errlen)
     return 0;
 }
 
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *f)
+{
+    (void)sb;
+    (void)flag;
+    (void)f;
+    return remove(p) == 0 || errno == ENOENT ? 0 : -1;
+}
+
 void execd_kernel_cleanup(void)
 {
     pthread_mutex_lock(&dir_lock);
-    if (run_dir[0] && rmdir(run_dir) < 0 && errno != ENOENT)
+    /* FTW_PHYS: a symlink a kernel left there is removed, never followed */
+    if (run_dir[0] && nftw(run_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
         tk_warn("kernel", "msg=\"cannot remove the runtime directory\" dir=%s err=\"%s\"", run_dir,
                 strerror(errno));
     run_dir[0] = '\0';
@@ -639,7 +649,16 @@ execd_kernel *execd_kernel_start(const char *tag, char *err, size_t errlen)
         kernel_free(k);
         return NULL;
     }
+    /* IPython's profile and matplotlib's cache go to the private directory, not
+     * to $HOME (which in a sandbox is the workspace the user sees). */
+    char ipy[160], mpl[160];
+    snprintf(ipy, sizeof ipy, "%s/ipython", run_dir);
+    snprintf(mpl, sizeof mpl, "%s/matplotlib", run_dir);
     json_t *extra = tk_json_obj("PYTHONUNBUFFERED", json_string("1"), NULL);
+    if (!getenv("IPYTHONDIR"))
+        json_object_set_new(extra, "IPYTHONDIR", json_string(ipy));
+    if (!getenv("MPLCONFIGDIR"))
+        json_object_set_new(extra, "MPLCONFIGDIR", json_string(mpl));
     char **envp = NULL;
     execd_env_build(extra, &envp, err, errlen);
     json_decref(extra);

@@ -3,6 +3,7 @@
 // image/png result; errors carry tracebacks; an infinite loop is
 // interruptible; a dead kernel is reported and replaced.
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 
 import { stopAll } from '../../lib/harness.mjs';
@@ -12,7 +13,8 @@ after(stopAll);
 
 let ex, ctx;
 before(async () => {
-  ex = await startExecd({ env: { EXECD_MAX_CONTEXTS: '2' } });
+  // HOME is the workspace, as in a sandbox
+  ex = await startExecd({ env: { EXECD_MAX_CONTEXTS: '2' }, homeIsWorkspace: true });
   const r = await req(ex.url, '/code/context', { json: { language: 'python' } });
   assert.equal(r.status, 200, r.text);
   checkResponse('POST', '/code/context', r);
@@ -63,6 +65,8 @@ describe('code contexts', () => {
 
   test('a matplotlib figure comes back as an image/png result', async () => {
     const r = await run('import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.title("t")\nplt.show()');
+    // IPython and matplotlib keep their files out of $HOME and the workspace
+    assert.deepEqual(fs.readdirSync(ex.ws).filter((n) => n.startsWith('.')), []);
     const img = results(r.events).find((x) => x['image/png']);
     assert.ok(img, JSON.stringify(types(r.events)));
     const png = Buffer.from(img['image/png'], 'base64');

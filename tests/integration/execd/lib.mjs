@@ -74,10 +74,11 @@ export function checkResponse(method, p, res) {
 
 // ---------- the daemon ----------
 
-export async function startExecd({ env = {}, workspace } = {}) {
+// homeIsWorkspace: HOME=the workspace, as for the sandbox user.
+export async function startExecd({ env = {}, workspace, homeIsWorkspace = false } = {}) {
   const ws = workspace || tmpdir('tusko-execd-ws-');
   const prog = await startProgram('tusko-execd', {
-    env: { EXECD_LISTEN: '127.0.0.1:0', EXECD_WORKSPACE: ws, EXECD_ACCESS_TOKEN: TOKEN, ...env },
+    env: { EXECD_LISTEN: '127.0.0.1:0', EXECD_WORKSPACE: ws, EXECD_ACCESS_TOKEN: TOKEN, ...(homeIsWorkspace ? { HOME: ws } : {}), ...env },
   });
   const stop = prog.stop;
   prog.stop = async (...a) => {
