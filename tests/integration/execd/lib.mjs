@@ -12,12 +12,9 @@ import YAML from 'yaml';
 import { ROOT, startProgram, tmpdir } from '../../lib/harness.mjs';
 
 export const TOKEN = 'execd-test-token-0123456789abcdef';
-const SPEC_REL = 'shared/specs/opensandbox/execd-api.yaml';
-
 function specFile() {
-  // The spec lives beside the repository (../shared from the main tree,
-  // ../../shared from a worktree); EXECD_SPEC overrides.
-  for (const p of [process.env.EXECD_SPEC, path.join(ROOT, '..', SPEC_REL), path.join(ROOT, '../..', SPEC_REL), path.join('/work', SPEC_REL)]) {
+  // The spec is kept in the repository (specs/opensandbox/); EXECD_SPEC overrides.
+  for (const p of [process.env.EXECD_SPEC, path.join(ROOT, 'specs/opensandbox/execd-api.yaml')]) {
     if (p && fs.existsSync(p)) return p;
   }
   throw new Error('execd-api.yaml not found (set EXECD_SPEC)');
