@@ -4,20 +4,21 @@
  *
  *   acquire sandboxd <url> <api-key> <runs> <label> [expect-pool]
  *       POST /v1/sandboxes, GET the endpoint (the execd token), POST
- *       /proxy/44772/command "echo ready" until the first stdout event; then
- *       (untimed) DELETE. expect-pool "warm" waits for the pool to refill
- *       between runs and counts runs that were not warm.
- *   acquire exec <runs> <label> -- argv...
- *       fork/exec argv and wait for its first byte on stdout (bwrap, docker).
+ *       /proxy/44772/command "echo ready" until the first stdout event, over one
+ *       kept-alive connection as an HTTP client would; then (untimed) DELETE. expect-pool "warm"
+ * waits for the pool to refill between runs and counts runs that were not warm. acquire exec <runs>
+ * <label> -- argv... fork/exec argv and wait for its first byte on stdout (bwrap, docker).
  *
  * Prints one table row: label runs p50 p99 mean min max (milliseconds).
  */
+#include <curl/curl.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -47,97 +48,125 @@ static void row(const char *label, double *v, int n, const char *note)
     fflush(stdout);
 }
 
+/* One connection for every request, kept alive, as an HTTP client would. */
 typedef struct {
-    int got;
-} first_out;
+    CURL *c;
+    tk_buf body;
+    int stop_at_stdout;
+    int got_stdout;
+    char pool[16];
+} client;
 
-static int on_data(const char *d, size_t len, void *ud)
+static size_t on_body(char *d, size_t sz, size_t n, void *ud)
 {
-    first_out *f = ud;
-    if (memmem(d, len, "\"stdout\"", 8)) {
-        f->got = 1;
-        return 1; /* stop: the first output is here */
+    client *k = ud;
+    size_t len = sz * n;
+    if (k->stop_at_stdout && memmem(d, len, "\"stdout\"", 8)) {
+        k->got_stdout = 1;
+        return 0; /* the first output is here: stop the transfer */
     }
-    return 0;
+    tk_buf_append(&k->body, d, len);
+    return len;
+}
+
+static size_t on_hdr(char *d, size_t sz, size_t n, void *ud)
+{
+    client *k = ud;
+    size_t len = sz * n;
+    if (len > 16 && strncasecmp(d, "X-Sandbox-Pool:", 15) == 0)
+        snprintf(k->pool, sizeof k->pool, "%.*s", (int)strcspn(d + 16, "\r\n"), d + 16);
+    return len;
+}
+
+static long request(client *k, const char *method, const char *url, struct curl_slist *h,
+                    const char *body, int stop_at_stdout)
+{
+    tk_buf_reset(&k->body);
+    k->stop_at_stdout = stop_at_stdout;
+    k->got_stdout = 0;
+    curl_easy_setopt(k->c, CURLOPT_URL, url);
+    curl_easy_setopt(k->c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(k->c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(k->c, CURLOPT_POSTFIELDS, body);
+    if (!body)
+        curl_easy_setopt(k->c, CURLOPT_HTTPGET, 1L);
+    CURLcode rc = curl_easy_perform(k->c);
+    long status = 0;
+    curl_easy_getinfo(k->c, CURLINFO_RESPONSE_CODE, &status);
+    if (rc != CURLE_OK && !(stop_at_stdout && k->got_stdout))
+        return -1;
+    return status;
 }
 
 static int run_sandboxd(const char *url, const char *key, int runs, const char *label,
                         const char *expect)
 {
     double *v = calloc((size_t)runs, sizeof *v);
-    char hk[256];
+    client k = {.c = curl_easy_init()};
+    tk_buf_init(&k.body, 1 << 20);
+    curl_easy_setopt(k.c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(k.c, CURLOPT_WRITEDATA, &k);
+    curl_easy_setopt(k.c, CURLOPT_HEADERFUNCTION, on_hdr);
+    curl_easy_setopt(k.c, CURLOPT_HEADERDATA, &k);
+    curl_easy_setopt(k.c, CURLOPT_TCP_NODELAY, 1L);
+    char hk[256], tk[160], u[512], err[256];
     snprintf(hk, sizeof hk, "OPEN-SANDBOX-API-KEY: %s", key);
-    const char *hdrs[] = {hk, "Content-Type: application/json", NULL};
+    struct curl_slist *h = curl_slist_append(NULL, hk);
+    h = curl_slist_append(h, "Content-Type: application/json");
+    h = curl_slist_append(h, "Expect:");
     int n = 0, misses = 0, errors = 0;
-    char u[512], err[512];
     for (int i = 0; i < runs; i++) {
         if (expect && strcmp(expect, "warm") == 0)
             tk_sleep_ms(40); /* let the pool refill */
         int64_t t0 = tk_mono_ns();
         snprintf(u, sizeof u, "%s/v1/sandboxes", url);
-        const char *body =
+        k.pool[0] = '\0';
+        long st = request(
+            &k, "POST", u, h,
             "{\"image\":{\"uri\":\"tusko-sandbox\"},\"entrypoint\":[\"tail\",\"-f\",\"/dev/null\"],"
-            "\"resourceLimits\":{\"cpu\":\"1\",\"memory\":\"512Mi\"},\"timeout\":600}";
-        tk_httpc_req rq = {
-            .method = "POST", .url = u, .headers = hdrs, .body = body, .body_len = strlen(body)};
-        tk_httpc_resp rs;
-        if (tk_httpc_do(&rq, &rs) != TK_OK || rs.status != 202) {
-            fprintf(stderr, "create failed: %ld %s %s\n", rs.status, rs.error,
-                    tk_buf_cstr(&rs.body));
-            tk_httpc_resp_free(&rs);
+            "\"resourceLimits\":{\"cpu\":\"1\",\"memory\":\"512Mi\"},\"timeout\":600}",
+            0);
+        if (st != 202) {
+            fprintf(stderr, "create failed: %ld %s\n", st, tk_buf_cstr(&k.body));
             errors++;
             continue;
         }
-        char pool[16] = "";
-        tk_httpc_resp_header(&rs, "X-Sandbox-Pool", pool, sizeof pool);
-        json_t *j = tk_json_parse(rs.body.data, rs.body.len, 1 << 20, err, sizeof err);
+        json_t *j = tk_json_parse(k.body.data, k.body.len, 1 << 20, err, sizeof err);
         char id[64];
         snprintf(id, sizeof id, "%s", tk_json_str_or(j, "id", ""));
         json_decref(j);
-        tk_httpc_resp_free(&rs);
         snprintf(u, sizeof u, "%s/v1/sandboxes/%s/endpoints/44772?use_server_proxy=true", url, id);
-        long st;
-        json_t *ep = NULL;
-        tk_httpc_json("GET", u, NULL, hdrs, NULL, 5000, &st, &ep, err, sizeof err);
-        json_t *h = ep ? json_object_get(ep, "headers") : NULL;
-        char tk[128];
+        request(&k, "GET", u, h, NULL, 0);
+        json_t *ep = tk_json_parse(k.body.data, k.body.len, 1 << 20, err, sizeof err);
         snprintf(tk, sizeof tk, "X-EXECD-ACCESS-TOKEN: %s",
-                 tk_json_str_or(h, "X-EXECD-ACCESS-TOKEN", ""));
+                 tk_json_str_or(json_object_get(ep, "headers"), "X-EXECD-ACCESS-TOKEN", ""));
         json_decref(ep);
-        const char *h2[] = {hk, tk, "Content-Type: application/json", NULL};
+        struct curl_slist *h2 = curl_slist_append(NULL, hk);
+        h2 = curl_slist_append(h2, tk);
+        h2 = curl_slist_append(h2, "Content-Type: application/json");
+        h2 = curl_slist_append(h2, "Expect:");
         snprintf(u, sizeof u, "%s/v1/sandboxes/%s/proxy/44772/command", url, id);
-        const char *cmd = "{\"command\":\"echo ready\"}";
-        first_out f = {0};
-        tk_httpc_req cq = {.method = "POST",
-                           .url = u,
-                           .headers = h2,
-                           .body = cmd,
-                           .body_len = strlen(cmd),
-                           .on_data = on_data,
-                           .ud = &f};
-        tk_httpc_resp cr;
-        tk_httpc_do(&cq, &cr);
+        request(&k, "POST", u, h2, "{\"command\":\"echo ready\"}", 1);
         int64_t t1 = tk_mono_ns();
-        tk_httpc_resp_free(&cr);
-        if (f.got) {
+        curl_slist_free_all(h2);
+        if (k.got_stdout) {
             v[n++] = (double)(t1 - t0) / 1e6;
-            if (expect && strcmp(pool, expect) != 0)
+            if (expect && strcmp(k.pool, expect) != 0)
                 misses++;
         } else {
             errors++;
         }
         snprintf(u, sizeof u, "%s/v1/sandboxes/%s", url, id);
-        tk_httpc_req dq = {.method = "DELETE", .url = u, .headers = hdrs};
-        tk_httpc_resp dr;
-        tk_httpc_do(&dq, &dr);
-        tk_httpc_resp_free(&dr);
+        request(&k, "DELETE", u, h, NULL, 0);
     }
     char note[128];
-    snprintf(note, sizeof note, "%s%d errors%s", "", errors,
-             expect && misses ? " (some runs were not from the pool)" : "");
+    snprintf(note, sizeof note, "%d errors", errors);
     if (expect && misses)
         snprintf(note, sizeof note, "%d errors, %d of %d not %s", errors, misses, n, expect);
     row(label, v, n, note);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(k.c);
+    tk_buf_free(&k.body);
     free(v);
     return errors ? 1 : 0;
 }

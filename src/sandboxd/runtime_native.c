@@ -219,12 +219,6 @@ static void teardown(native_rt *r, sbx_instance *in)
         unlink(in->sock);
 }
 
-static void base_env(tk_buf *b, const char **v, size_t *n, const char *line)
-{
-    (void)b;
-    v[(*n)++] = line;
-}
-
 static tk_status native_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instance **out, char *err,
                               size_t errlen)
 {
@@ -284,12 +278,12 @@ static tk_status native_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
         "SHELL=/bin/bash",
     };
     for (size_t i = 0; i < TK_ARRAY_LEN(common); i++) {
-        base_env(NULL, execd_env, &ne, common[i]);
-        base_env(NULL, user_env, &nu, common[i]);
+        execd_env[ne++] = common[i];
+        user_env[nu++] = common[i];
     }
-    base_env(NULL, execd_env, &ne, "EXECD_LISTEN=fd:3");
-    base_env(NULL, execd_env, &ne, "EXECD_WORKSPACE=/workspace");
-    base_env(NULL, execd_env, &ne, tok_env);
+    execd_env[ne++] = "EXECD_LISTEN=fd:3";
+    execd_env[ne++] = "EXECD_WORKSPACE=/workspace";
+    execd_env[ne++] = tok_env;
     execd_env[ne] = NULL;
     user_env[nu] = NULL;
     if (sbx_child_payload(&go, 'G', spec->env, spec->entrypoint) != TK_OK) {
