@@ -43,6 +43,16 @@ export async function startStack({ sandbox = false, scenarios = {}, env = {}, ta
     extra.OPENSANDBOX_URL = sandboxd.url;
     extra.OPENSANDBOX_API_KEY = SANDBOX_KEY;
   }
+  const tuskoEnv = {
+    TUSKO_LISTEN: '127.0.0.1:0',
+    TUSKO_MODELS: 'openai:gpt-4o-mini,anthropic:claude-sonnet-4',
+    OPENAI_BASE_URL: `${ms.url}/v1`,
+    OPENAI_API_KEY: 'sk-e2e',
+    ANTHROPIC_BASE_URL: ms.url,
+    ANTHROPIC_API_KEY: 'sk-ant-e2e',
+    ...extra,
+    ...env,
+  };
   const tusko = await startProgram('tusko', {
     env: {
       DATABASE_URL: pg.url,
@@ -71,6 +81,7 @@ export async function startStack({ sandbox = false, scenarios = {}, env = {}, ta
     sandboxd,
     tusko,
     hasAgent,
+    tuskoEnv,
     base: tusko.url,
     addUser,
     async stop() {

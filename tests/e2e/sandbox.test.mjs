@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 
-import { stopAll } from '../lib/harness.mjs';
+import { runProgram, startPostgres, startProgram, stopAll } from '../lib/harness.mjs';
 import { lastTurnDone, launchBrowser, needsAgent, newPage, screenshot, send, signIn, startStack } from './lib.mjs';
 
 const SCRIPT = "import csv\nrows = [('city', 'people'), ('Oslo', 709000), ('Lima', 10092000)]\nwith open('cities.csv', 'w', newline='') as f:\n    csv.writer(f).writerows(rows)\nprint('wrote', len(rows) - 1, 'rows')\n";
@@ -86,6 +86,8 @@ describe('a turn that writes and runs code', () => {
     assert.match(await run.locator('.output .stdout').innerText(), /wrote 2 rows/);
     assert.match(await run.locator('.output .stderr').innerText(), /done/);
     await page.locator('.segment', { hasText: 'The script said' }).waitFor();
+    // the open Files tab refreshes by itself once the turn wrote files
+    await page.locator('#pane-files button.file', { hasText: 'cities.csv' }).waitFor();
     await screenshot(page, 'tools-desktop-light');
   });
 
@@ -108,7 +110,7 @@ describe('a turn that writes and runs code', () => {
     // code previews are highlighted
     await page.locator('#pane-files button.file', { hasText: 'make_csv.py' }).click();
     await page.locator('#pane-files .preview-text code.hljs').waitFor();
-    assert.equal(await page.locator('#pane-files .preview-text').innerText(), SCRIPT.replace(/\n$/, ''));
+    assert.equal(await page.locator('#pane-files .preview-text code').textContent(), SCRIPT);
   });
 
   test('the trace shows the spawn span with its attributes', async (t) => {
@@ -151,5 +153,36 @@ describe('a turn that writes and runs code', () => {
       assert.deepEqual(p.problems.errors, []);
       await p.context.close();
     }
+  });
+});
+
+describe('the per-user sandbox quota', () => {
+  test('a spawn over the limit shows the quota message on the card and in the turn', async (t) => {
+    if (needsAgent(t, stack)) return;
+    // a tusko of its own (fresh database) on the same sandbox service, 1 sandbox per user
+    const pg = await startPostgres('e2e_quota');
+    const tusko = await startProgram('tusko', {
+      env: { ...stack.tuskoEnv, DATABASE_URL: pg.url, MAX_SANDBOXES_PER_USER: '1' },
+    });
+    runProgram('tusko', ['user', 'add', '--email', 'q@example.com', '--password-stdin'], { env: { DATABASE_URL: pg.url }, input: 'correct horse battery\n' });
+    const { context, page, problems } = await newPage(browser);
+    await signIn(page, tusko.url, 'q@example.com');
+    await send(page, 'first #scenario:ui-write-run');
+    await page.locator('.notice.spawn', { hasText: '1 of 1 live' }).waitFor();
+    await lastTurnDone(page);
+    await page.locator('#new-chat').click();
+    await send(page, 'second #scenario:ui-write-run');
+    await lastTurnDone(page);
+    const card = page.locator('.card.tool[data-tool="write_file"]');
+    const msg = card.locator('.tool-message.quota');
+    await msg.waitFor();
+    assert.match(await msg.innerText(), /^Sandbox quota reached: .*1 of 1.*MAX_SANDBOXES_PER_USER/);
+    // said once, on the refused call (no separate error card for it)
+    assert.equal(await page.locator('.turn-error').count(), 0);
+    assert.equal(await page.locator('.notice.spawn').count(), 0);
+    await screenshot(page, 'quota-desktop-light');
+    assert.deepEqual(problems.errors, []);
+    await context.close();
+    await tusko.stop();
   });
 });

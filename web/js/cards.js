@@ -97,9 +97,12 @@ export class ToolCard {
       this.details.open = true; // commands show their output as it streams
     }
     const stream = ev.stream === 'stderr' ? 'stderr' : 'stdout';
+    // execd sends output a line at a time, without the newline
+    let text = ev.text || '';
+    if (!text.endsWith('\n')) text += '\n';
     const last = this.output.lastChild;
-    if (last && last.dataset.stream === stream) last.append(ev.text || '');
-    else this.output.append(h(`span.${stream}`, { dataset: { stream }, text: ev.text || '' }));
+    if (last && last.dataset.stream === stream) last.append(text);
+    else this.output.append(h(`span.${stream}`, { dataset: { stream }, text }));
     this.output.scrollTop = this.output.scrollHeight;
   }
 
@@ -138,11 +141,12 @@ export class ToolCard {
   showMessage(ev) {
     const r = ev.result || '';
     let kind = 'error';
-    if (ev.quota_refused || /quota|MAX_SANDBOXES_PER_USER/i.test(r)) kind = 'quota';
+    if (this.quota || ev.quota_refused || /quota|MAX_SANDBOXES_PER_USER/i.test(r)) kind = 'quota';
     else if (/OPENSANDBOX_(URL|API_KEY)|execution is off|fail-closed/i.test(r)) kind = 'fail-closed';
     this.message.hidden = false;
     this.message.className = `tool-message ${kind}`;
-    this.message.replaceChildren(icon(kind === 'quota' ? 'gauge' : kind === 'fail-closed' ? 'lock' : 'alert'), h('span', { text: r || 'the tool failed' }));
+    const title = { quota: 'Sandbox quota reached', 'fail-closed': 'Execution is off' }[kind];
+    this.message.replaceChildren(icon(kind === 'quota' ? 'gauge' : kind === 'fail-closed' ? 'lock' : 'alert'), h('span', {}, title ? h('strong', { text: `${title}: ` }) : null, r || 'the tool failed'));
   }
 }
 

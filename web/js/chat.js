@@ -97,6 +97,7 @@ export class ChatView {
 
   reset(sessionId) {
     if (this.es) this.es.close();
+    this.connection(true);
     this.es = null;
     this.sessionId = sessionId;
     this.lastSeq = 0;
@@ -130,11 +131,22 @@ export class ChatView {
     };
   }
 
+  // A dropped stream reconnects by itself (usually at once): say so only when
+  // it takes a while, or when the server refused for good.
   connection(ok, how) {
     const bar = $('#conn');
     if (!bar) return;
-    bar.hidden = ok;
-    bar.textContent = how === 'closed' ? 'This chat cannot be followed any more (signed out, or it was deleted). Reload the page.' : 'Reconnecting…';
+    clearTimeout(this.connTimer);
+    if (ok) {
+      bar.hidden = true;
+      return;
+    }
+    const show = () => {
+      bar.textContent = how === 'closed' ? 'This chat cannot be followed any more (signed out, or it was deleted). Reload the page.' : 'Reconnecting…';
+      bar.hidden = false;
+    };
+    if (how === 'closed') show();
+    else this.connTimer = setTimeout(show, 2000);
   }
 
   onMessage(e) {
@@ -213,10 +225,17 @@ export class ChatView {
       case 'sandbox_gone':
         t.add(goneNotice(ev));
         break;
-      case 'error':
-        if (ev.code === 'SANDBOX_QUOTA') t.add(errorCard(ev, null));
-        else t.error = ev;
+      case 'error': {
+        if (ev.code !== 'SANDBOX_QUOTA') {
+          t.error = ev; // shown with the turn's end (with a retry)
+          break;
+        }
+        // a quota refusal: on the tool call it refused, else on its own
+        const card = ev.call_id && t.cards.get(ev.call_id);
+        if (card) card.quota = ev;
+        else t.add(errorCard(ev, null));
         break;
+      }
       case 'turn_end':
         t.end(ev);
         if (this.active === t) this.setActive(null);
