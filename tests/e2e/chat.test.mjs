@@ -178,7 +178,23 @@ describe('chatting', () => {
       return t && /word3\b/.test(t.textContent) && !/word24/.test(t.textContent);
     });
     assert.equal(await page.locator('#send').getAttribute('aria-label'), 'Stop');
+    // no layout jumps: while the text grows, what is above it stays where it
+    // was (measured within the conversation, which scrolls to follow), and
+    // the composer keeps its place and size
+    const layout = () =>
+      page.evaluate(() => {
+        const top = (sel) => {
+          const el = document.querySelector(sel);
+          return el.getBoundingClientRect().top - document.querySelector('.thread').getBoundingClientRect().top;
+        };
+        const box = document.querySelector('.composer-box').getBoundingClientRect();
+        const send = document.querySelector('#send').getBoundingClientRect();
+        return { user: top('.msg.user'), text: top('article.turn .segment'), composer: [box.top, box.height], send: [send.width, send.height] };
+      });
+    const during = await layout();
     await lastTurnDone(page);
+    const afterwards = await layout();
+    assert.deepEqual(afterwards, during);
     assert.equal((await text.innerText()).trim(), WORDS.join(' '));
     assert.equal(await page.locator('#send').getAttribute('aria-label'), 'Send');
     assert.match(page.url(), /\/c\/[0-9a-f-]{36}$/);

@@ -75,12 +75,15 @@ export async function startStack({ sandbox = false, scenarios = {}, env = {}, ta
   // without them answers 404. Tests that need turns skip on such a build.
   const probe = await fetch(`${tusko.url}/api/turns/00000000-0000-7000-8000-000000000000/trace`);
   const hasAgent = probe.status === 401;
+  const up = await fetch(`${tusko.url}/api/sessions/00000000-0000-7000-8000-000000000000/files/upload`, { method: 'PUT' });
+  const hasUpload = up.status === 401;
   return {
     pg,
     ms,
     sandboxd,
     tusko,
     hasAgent,
+    hasUpload,
     tuskoEnv,
     base: tusko.url,
     addUser,
@@ -97,6 +100,16 @@ export function needsAgent(t, stack) {
   if (stack.hasAgent) return false;
   t.skip('this build has no chat turns yet (POST /api/sessions/{id}/messages, issue 6)');
   return true;
+}
+
+// Drops files on an element the way a drag from the desktop does.
+export async function dropFiles(page, selector, files) {
+  const dt = await page.evaluateHandle((fs) => {
+    const d = new DataTransfer();
+    for (const f of fs) d.items.add(new File([f.text], f.name, { type: f.type || 'application/octet-stream' }));
+    return d;
+  }, files);
+  for (const type of ['dragenter', 'dragover', 'drop']) await page.dispatchEvent(selector, type, { dataTransfer: dt });
 }
 
 // One browser per test file.

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 
 import { runProgram, startPostgres, startProgram, stopAll } from '../lib/harness.mjs';
-import { lastTurnDone, launchBrowser, needsAgent, newPage, screenshot, send, signIn, startStack } from './lib.mjs';
+import { dropFiles, lastTurnDone, launchBrowser, needsAgent, newPage, screenshot, send, signIn, startStack } from './lib.mjs';
 
 const SCRIPT = "import csv\nrows = [('city', 'people'), ('Oslo', 709000), ('Lima', 10092000)]\nwith open('cities.csv', 'w', newline='') as f:\n    csv.writer(f).writerows(rows)\nprint('wrote', len(rows) - 1, 'rows')\n";
 const scenarios = {
@@ -111,6 +111,20 @@ describe('a turn that writes and runs code', () => {
     await page.locator('#pane-files button.file', { hasText: 'make_csv.py' }).click();
     await page.locator('#pane-files .preview-text code.hljs').waitFor();
     assert.equal(await page.locator('#pane-files .preview-text code').textContent(), SCRIPT);
+  });
+
+  test('a file dropped on the chat lands in /workspace', async (t) => {
+    if (needsAgent(t, stack)) return;
+    if (!stack.hasUpload) return t.skip('this build has no upload route');
+    const notes = 'Notes for the deck:\n- Q3 up 12%\n- ünïcödé ✓\n';
+    await dropFiles(page, '#main', [{ name: 'notes.txt', text: notes, type: 'text/plain' }]);
+    await page.locator('.upload-chip.ok', { hasText: 'notes.txt · in /workspace' }).waitFor();
+    const file = page.locator('#pane-files button.file', { hasText: 'notes.txt' });
+    await file.waitFor();
+    await file.click();
+    await page.locator('#pane-files .preview-text', { hasText: 'Q3 up 12%' }).waitFor();
+    const [download] = await Promise.all([page.waitForEvent('download'), page.locator('#pane-files .preview-head button', { hasText: 'Download' }).click()]);
+    assert.equal(fs.readFileSync(await download.path(), 'utf8'), notes);
   });
 
   test('the trace shows the spawn span with its attributes', async (t) => {

@@ -176,6 +176,11 @@ export class ChatView {
   // Applies one event (exported for the tests of the rendering, too).
   handle(type, ev) {
     if (type === 'turn_start') return this.onTurnStart(ev);
+    if (!ev.turn_id && (type === 'sandbox_spawn' || type === 'sandbox_gone')) {
+      // outside any turn (an upload started the sandbox): a notice in the chat
+      this.thread.append(h('div.session-notice', {}, type === 'sandbox_spawn' ? spawnNotice(ev) : goneNotice(ev)));
+      return;
+    }
     const t = this.turnFor(ev.turn_id);
     if (!t) return;
     switch (type) {

@@ -237,12 +237,12 @@ async function upload(fileList) {
     const chip = h('div.upload-chip', {}, icon('upload'), h('span', { text: `${f.name} · uploading…` }));
     $('#uploads').append(chip);
     try {
-      await api(`/api/sessions/${sid}/files/upload?path=${encodeURIComponent(`/workspace/${f.name}`)}`, { method: 'PUT', body: f, headers: { 'Content-Type': 'application/octet-stream' } });
-      chip.lastChild.textContent = `${f.name} · in /workspace`;
+      const r = await api(`/api/sessions/${sid}/files/upload?path=${encodeURIComponent(`/workspace/${f.name}`)}`, { method: 'PUT', body: f, headers: { 'Content-Type': 'application/octet-stream' } });
+      chip.lastChild.textContent = `${f.name} · in ${r && r.path ? r.path.replace(/\/[^/]*$/, '') || '/workspace' : '/workspace'}`;
       chip.classList.add('ok');
       files.changed();
     } catch (e) {
-      chip.lastChild.textContent = `${f.name}: ${e.status === 404 || e.status === 405 ? 'uploads are not available on this server yet' : e.message}`;
+      chip.lastChild.textContent = `${f.name}: ${e.status === 405 || e.message === 'no such endpoint' ? 'uploads are not available on this server yet' : e.message}`;
       chip.classList.add('failed');
     }
     setTimeout(() => chip.remove(), 6000);
