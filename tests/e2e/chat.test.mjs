@@ -195,6 +195,7 @@ describe('chatting', () => {
     await lastTurnDone(page);
     const afterwards = await layout();
     assert.deepEqual(afterwards, during);
+    assert.equal(await page.locator('#announcer').textContent(), 'Tusko answered.');
     assert.equal((await text.innerText()).trim(), WORDS.join(' '));
     assert.equal(await page.locator('#send').getAttribute('aria-label'), 'Send');
     assert.match(page.url(), /\/c\/[0-9a-f-]{36}$/);

@@ -243,7 +243,13 @@ export class ChatView {
       }
       case 'turn_end':
         t.end(ev);
-        if (this.active === t) this.setActive(null);
+        if (this.active === t) {
+          // screen readers hear that the answer is complete, not every word of it
+          const said = { done: 'Tusko answered.', cancelled: 'The answer was stopped.', failed: `The answer failed: ${ev.error || ''}` }[t.state] || '';
+          const live = $('#announcer');
+          if (live) live.textContent = said;
+          this.setActive(null);
+        }
         this.opts.onFilesChanged();
         this.opts.onTitle();
         break;
