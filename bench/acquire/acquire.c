@@ -5,13 +5,18 @@
  *   acquire sandboxd <url> <api-key> <runs> <label> [expect-pool]
  *       POST /v1/sandboxes, GET the endpoint (the execd token), POST
  *       /proxy/44772/command "echo ready" until the first stdout event, over one
- *       kept-alive connection as an HTTP client would; then (untimed) DELETE. expect-pool "warm"
- * waits for the pool to refill between runs and counts runs that were not warm. acquire exec <runs>
- * <label> -- argv... fork/exec argv and wait for its first byte on stdout (bwrap, docker).
+ *       kept-alive connection as an HTTP client would; then (untimed) DELETE.
+ *       expect-pool "warm" waits for the pool to refill between runs and counts
+ *       runs that were not warm: 40 ms, or, with ACQUIRE_POOL_DIR=<state dir>
+ *       (the docker rows: a refill takes longer), until a ready pool member's
+ *       record is there (at most 15 s).
+ *   acquire exec <runs> <label> -- argv...
+ *       fork/exec argv and wait for its first byte on stdout (bwrap, docker).
  *
  * Prints one table row: label runs p50 p99 mean min max (milliseconds).
  */
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -98,6 +103,46 @@ static long request(client *k, const char *method, const char *url, struct curl_
     return status;
 }
 
+/* Non-zero when <dir>/sandboxes/ holds a started pool member (its record has
+ * "pool": true and the runtime's part). */
+static int pool_member_ready(const char *dir)
+{
+    char p[4096], err[128];
+    snprintf(p, sizeof p, "%s/sandboxes", dir);
+    DIR *d = opendir(p);
+    if (!d)
+        return 0;
+    int ready = 0;
+    struct dirent *de;
+    while (!ready && (de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(p, sizeof p, "%s/sandboxes/%s/sandbox.json", dir, de->d_name);
+        FILE *f = fopen(p, "re");
+        if (!f)
+            continue;
+        char buf[16384];
+        size_t n = fread(buf, 1, sizeof buf, f);
+        fclose(f);
+        json_t *j = tk_json_parse(buf, n, sizeof buf, err, sizeof err);
+        ready = j && tk_json_bool_or(j, "pool", 0) && json_is_object(json_object_get(j, "runtime"));
+        json_decref(j);
+    }
+    closedir(d);
+    return ready;
+}
+
+static void wait_for_pool(void)
+{
+    const char *dir = getenv("ACQUIRE_POOL_DIR");
+    if (!dir || !*dir) {
+        tk_sleep_ms(40); /* let the pool refill */
+        return;
+    }
+    for (int i = 0; i < 1500 && !pool_member_ready(dir); i++)
+        tk_sleep_ms(10);
+}
+
 static int run_sandboxd(const char *url, const char *key, int runs, const char *label,
                         const char *expect)
 {
@@ -117,7 +162,7 @@ static int run_sandboxd(const char *url, const char *key, int runs, const char *
     int n = 0, misses = 0, errors = 0;
     for (int i = 0; i < runs; i++) {
         if (expect && strcmp(expect, "warm") == 0)
-            tk_sleep_ms(40); /* let the pool refill */
+            wait_for_pool();
         int64_t t0 = tk_mono_ns();
         snprintf(u, sizeof u, "%s/v1/sandboxes", url);
         k.pool[0] = '\0';

@@ -7,7 +7,8 @@
  * start(), in order (any failure undoes what was done, by destroy()):
  *   dir        <state>/sandboxes/<id>/run, owned by the sandbox user (execd binds
  *              its socket there); for a pool member the FIFO run/claim, else
- *              run/env (execd's settings, token and the request's env)
+ *              run/env (execd's settings, token, the request's env and
+ *              entrypoint) and the FIFO run/entry
  *   volume     tusko-ws-<id>: a tmpfs of SANDBOX_WORKSPACE_SIZE for /workspace
  *   create     the container tusko-<id>, labelled (see runtime_docker_spec.h)
  *   start      and its process (State.Pid, watched with a pidfd when this
@@ -16,9 +17,10 @@
  *              otherwise: execd accepts on run/execd.sock, then the folder is
  *              handed back to root (0700: the sandbox can no longer write into a
  *              host folder) and run/env removed (it holds the token)
- *   entrypoint the request's entrypoint, as an exec in the container (detached)
- * claim(): the limits by POST /containers/{id}/update, run/env written, "go" on
- * the FIFO, then ready and entrypoint as above.
+ *   entrypoint "go" on the FIFO run/entry: the init's child runs the request's
+ *              entrypoint (argv in run/env)
+ * claim(): run/env written, "go" on the FIFO run/claim, the limits by POST
+ * /containers/{id}/update meanwhile, then ready and entrypoint as above.
  *
  * Restarts: save() keeps the container id and process; attach() finds the
  * container again by its labels (io.tusko.sandbox.id and the service's tag),
@@ -128,7 +130,7 @@ static tk_status dk(docker_rt *r, const char *what, const char *method, const ch
 }
 
 static const long OK_200[] = {200, 0}, OK_201[] = {201, 0}, OK_204[] = {204, 304, 0},
-                  OK_GONE[] = {204, 404, 0}, OK_200_201[] = {200, 201, 0};
+                  OK_GONE[] = {204, 404, 0};
 
 static int write_file(const char *path, const char *data, mode_t mode, char *err, size_t errlen)
 {
@@ -361,37 +363,50 @@ static tk_status lock_run_dir(sbx_instance *in, char *err, size_t errlen)
     return TK_OK;
 }
 
-static tk_status write_env(sbx_instance *in, const sbx_spec *spec, const char *token, char *err,
-                           size_t errlen)
+/* run/env (execd's settings, the request's env and entrypoint) and, with an
+ * entrypoint, the FIFO run/entry its child waits on. */
+static tk_status write_request(sbx_instance *in, const sbx_spec *spec, char *err, size_t errlen)
 {
     char p[PATH_MAX + 16];
+    if (spec->entrypoint && spec->entrypoint[0]) {
+        /* the init opens it read-write (so it does not wait for a writer) */
+        snprintf(p, sizeof p, "%s/" SBX_DK_ENTRY, in->run);
+        if (mkfifo(p, 0600) != 0 || chown(p, SBX_DK_UID, SBX_DK_UID) != 0) {
+            snprintf(err, errlen, "dir: mkfifo %s: %s", p, strerror(errno));
+            return TK_ERROR;
+        }
+    }
     snprintf(p, sizeof p, "%s/" SBX_DK_ENVFILE, in->run);
-    char *env = sbx_dk_env_file(token, spec->env);
+    char *env = sbx_dk_env_file(spec->execd_token, spec->env, spec->entrypoint);
     int rc = write_file(p, env, 0644, err, errlen);
     free(env);
     return rc == 0 ? TK_OK : TK_ERROR;
 }
 
-/* Runs the request's entrypoint detached in the container. A failure is logged,
- * not fatal: the native runtime does not fail a sandbox whose entrypoint fails. */
-static void run_entrypoint(docker_rt *r, sbx_instance *in, const sbx_spec *spec)
+/* Tells the entrypoint's child to run it (once run/ is closed to the sandbox).
+ * A failure is logged, not fatal: nor does the native runtime fail a sandbox
+ * whose entrypoint fails. */
+static void start_entrypoint(sbx_instance *in, const sbx_spec *spec)
 {
     if (!spec->entrypoint || !spec->entrypoint[0])
         return;
-    char path[200], err[768];
-    json_t *j;
-    snprintf(path, sizeof path, "/containers/%s/exec", in->cid);
-    if (dk(r, "entrypoint: exec", "POST", path, sbx_dk_exec_json(spec->entrypoint, spec->env),
-           OK_201, &j, err, sizeof err) != TK_OK) {
-        tk_warn("docker", "msg=\"cannot start the entrypoint\" id=%s error=\"%s\"", in->id, err);
-        return;
+    char p[PATH_MAX + 16];
+    snprintf(p, sizeof p, "%s/" SBX_DK_ENTRY, in->run);
+    int fd = -1;
+    for (int i = 0; i < 2000 && fd < 0; i++) {
+        fd = open(p, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0 && errno != ENXIO)
+            break;
+        if (fd < 0)
+            sleep_us(1000);
     }
-    snprintf(path, sizeof path, "/exec/%s/start", tk_json_str_or(j, "Id", "-"));
-    json_decref(j);
-    if (dk(r, "entrypoint: start", "POST", path,
-           tk_json_obj("Detach", json_true(), "Tty", json_false(), NULL), OK_200_201, NULL, err,
-           sizeof err) != TK_OK)
-        tk_warn("docker", "msg=\"cannot start the entrypoint\" id=%s error=\"%s\"", in->id, err);
+    ssize_t w = fd >= 0 ? write(fd, "go\n", 3) : -1;
+    if (w != 3)
+        tk_warn("docker", "msg=\"cannot start the entrypoint\" id=%s step=%s error=\"%s\"", in->id,
+                fd < 0 ? "open run/entry" : "write run/entry", strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    unlink(p);
 }
 
 /* ---------- the ops ---------- */
@@ -491,7 +506,7 @@ static tk_status docker_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
             snprintf(err, errlen, "dir: mkfifo %s: %s", fifo, strerror(errno));
             goto fail;
         }
-    } else if (write_env(in, spec, spec->execd_token, err, errlen) != TK_OK) {
+    } else if (write_request(in, spec, err, errlen) != TK_OK) {
         goto fail;
     }
     /* volume */
@@ -533,7 +548,7 @@ static tk_status docker_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
         if (wait_for(r, in, execd_listening, "ready", err, errlen) != TK_OK ||
             lock_run_dir(in, err, errlen) != TK_OK)
             goto fail;
-        run_entrypoint(r, in, spec);
+        start_entrypoint(in, spec);
     }
     *out = in;
     return TK_OK;
@@ -553,12 +568,10 @@ static tk_status docker_claim(sbx_runtime *rt, sbx_instance *in, const sbx_spec 
         snprintf(err, errlen, "claim: the container %.12s is not waiting for a claim", in->cid);
         return TK_ERROR;
     }
-    snprintf(path, sizeof path, "/containers/%s/update", in->cid);
-    if (dk(r, "claim: limits", "POST", path, sbx_dk_limits_json(&spec->limits), OK_200, NULL, err,
-           errlen) != TK_OK)
+    if (write_request(in, spec, err, errlen) != TK_OK)
         return TK_ERROR;
-    if (write_env(in, spec, spec->execd_token, err, errlen) != TK_OK)
-        return TK_ERROR;
+    /* go: execd starts while the engine applies the limits (nothing of the
+     * request runs before both are done) */
     ssize_t w;
     do
         w = write(in->fifo_fd, "go\n", 3);
@@ -570,10 +583,14 @@ static tk_status docker_claim(sbx_runtime *rt, sbx_instance *in, const sbx_spec 
         snprintf(err, errlen, "claim: write the FIFO: %s", w < 0 ? strerror(e) : "short write");
         return TK_ERROR;
     }
+    snprintf(path, sizeof path, "/containers/%s/update", in->cid);
+    if (dk(r, "claim: limits", "POST", path, sbx_dk_limits_json(&spec->limits), OK_200, NULL, err,
+           errlen) != TK_OK)
+        return TK_ERROR;
     if (wait_for(r, in, execd_listening, "claim", err, errlen) != TK_OK ||
         lock_run_dir(in, err, errlen) != TK_OK)
         return TK_ERROR;
-    run_entrypoint(r, in, spec);
+    start_entrypoint(in, spec);
     return TK_OK;
 }
 

@@ -12,12 +12,21 @@
 #include "sandboxd/seccomp.h"
 
 /* set -e: a failed read (the service went away before the claim) or a missing
- * env file ends the container instead of starting execd half configured. */
+ * env file ends the container instead of starting execd half configured. The
+ * entrypoint's child waits on run/entry, opened (read-write, so without waiting
+ * for a writer) before execd runs and the service closes run/ to the sandbox;
+ * it then runs without execd's settings, its parent execd once the shell execs. */
 const char sbx_dk_init_script[] =
     "set -e\n"
     "d=" SBX_DK_RUN "\n"
     "if [ -p $d/" SBX_DK_FIFO " ]; then read -r go < $d/" SBX_DK_FIFO "; fi\n"
     ". $d/" SBX_DK_ENVFILE "\n"
+    "if [ $# -gt 0 ]; then\n"
+    "  exec 3<>$d/" SBX_DK_ENTRY "\n"
+    "  (read -r go <&3; exec 3<&-; exec env -u EXECD_ACCESS_TOKEN -u EXECD_LISTEN -u "
+    "EXECD_WORKSPACE \"$@\") &\n"
+    "  exec 3<&-\n"
+    "fi\n"
     "exec " SBX_DK_EXECD "\n";
 
 static const char *const base_env[] = {
@@ -248,7 +257,7 @@ static void export_line(tk_buf *b, const char *name, size_t nlen, const char *va
     tk_buf_append(b, "\n", 1);
 }
 
-char *sbx_dk_env_file(const char *token, const char *const *env)
+char *sbx_dk_env_file(const char *token, const char *const *env, const char *const *argv)
 {
     tk_buf b;
     tk_buf_init(&b, (size_t)64 << 20);
@@ -265,32 +274,17 @@ char *sbx_dk_env_file(const char *token, const char *const *env)
             continue;
         export_line(&b, name, strlen(name), eq + 1);
     }
+    if (argv && argv[0]) {
+        tk_buf_append(&b, "set --", 6);
+        for (size_t i = 0; argv[i]; i++) {
+            tk_buf_append(&b, " ", 1);
+            quoted(&b, argv[i]);
+        }
+        tk_buf_append(&b, "\n", 1);
+    }
     char *s = tk_strdup(tk_buf_cstr(&b));
     tk_buf_free(&b);
     return s;
-}
-
-json_t *sbx_dk_exec_json(const char *const *argv, const char *const *env)
-{
-    json_t *cmd = json_array();
-    for (size_t i = 0; argv && argv[i]; i++)
-        json_array_append_new(cmd, json_string(argv[i]));
-    json_t *e = json_array();
-    for (size_t i = 0; env && env[i]; i++) {
-        const char *eq = strchr(env[i], '=');
-        char name[256];
-        if (!eq || (size_t)(eq - env[i]) >= sizeof name)
-            continue;
-        snprintf(name, sizeof name, "%.*s", (int)(eq - env[i]), env[i]);
-        if (sbx_env_name_valid(name))
-            json_array_append_new(e, json_string(env[i]));
-    }
-    char uid[32];
-    snprintf(uid, sizeof uid, "%d:%d", SBX_DK_UID, SBX_DK_UID);
-    return tk_json_obj("Cmd", cmd, "Env", e, "User", json_string(uid), "WorkingDir",
-                       json_string("/workspace"), "AttachStdin", json_false(), "AttachStdout",
-                       json_false(), "AttachStderr", json_false(), "Tty", json_false(),
-                       "Privileged", json_false(), NULL);
 }
 
 int sbx_dk_id_ok(const char *id)

@@ -9,8 +9,12 @@
  *   /bin/sh -c SBX_DK_INIT_SCRIPT   waits for the claim when it is a pool member
  *                                   (reads the FIFO run/claim), sources run/env
  *                                   (execd's settings, its access token, the
- *                                   request's env), then execs tusko-execd, which
- *                                   is from then on the container's process 1
+ *                                   request's env and entrypoint), leaves a
+ *                                   child that starts the entrypoint once the
+ *                                   FIFO run/entry says so (after the service
+ *                                   closed run/ to the sandbox), then execs
+ *                                   tusko-execd, which is from then on the
+ *                                   container's process 1 (and reaps the rest)
  * with
  *   /opt/tusko/bin/tusko-execd      the host's build, bound read-only
  *   /run/tusko                      the host folder <state>/sandboxes/<id>/run,
@@ -57,6 +61,7 @@
 #define SBX_DK_SOCK    "execd.sock"
 #define SBX_DK_ENVFILE "env"
 #define SBX_DK_FIFO    "claim"
+#define SBX_DK_ENTRY   "entry"
 
 /* The container's command (run by /bin/sh -c as "tusko-init"). */
 extern const char sbx_dk_init_script[];
@@ -89,13 +94,11 @@ json_t *sbx_dk_limits_json(const sbx_limits *l);
  * we do not support. */
 json_t *sbx_dk_seccomp_profile(char *err, size_t errlen);
 /* The run/env file (a new string): "export NAME='value'" lines for execd's own
- * settings (listen socket, workspace, token) and then every valid NAME=value of
- * env (NULL-terminated, may be NULL) except EXECD_* names, each value
- * single-quoted for the shell. */
-char *sbx_dk_env_file(const char *token, const char *const *env);
-/* The body of POST /containers/{id}/exec running argv detached as the sandbox
- * user in /workspace with env added. */
-json_t *sbx_dk_exec_json(const char *const *argv, const char *const *env);
+ * settings (listen socket, workspace, token), then every valid NAME=value of
+ * env (NULL-terminated, may be NULL) except EXECD_* names, then "set -- 'arg'..."
+ * for the entrypoint argv (NULL or empty: none); every word single-quoted for
+ * the shell. */
+char *sbx_dk_env_file(const char *token, const char *const *env, const char *const *argv);
 
 /* Non-zero for a sandbox id as this service makes them (a UUID: lower-case hex
  * and dashes) — labels found on the engine are checked before naming paths. */

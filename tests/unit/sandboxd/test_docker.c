@@ -81,7 +81,7 @@ TEST(container_isolation_settings)
     CHECK(strstr(sbx_dk_init_script, "exec /opt/tusko/bin/tusko-execd") != NULL);
     /* the token is never in the container's configuration (it is in run/env) */
     char *all = tk_json_dumps(j);
-    CHECK(strstr(all, "EXECD_ACCESS_TOKEN") == NULL);
+    CHECK(strstr(all, "EXECD_ACCESS_TOKEN=") == NULL);
     CHECK(strstr(all, "\"tok\"") == NULL);
     free(all);
     json_decref(j);
@@ -207,6 +207,14 @@ TEST(seccomp_profile_matches_the_native_deny_list)
     json_decref(p);
 }
 
+static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *f)
+{
+    (void)sb;
+    (void)flag;
+    (void)f;
+    return remove(p);
+}
+
 /* Sources the env file in a real /bin/sh and returns what it prints. */
 static void source_env(const char *file, const char *print, char *out, size_t outlen)
 {
@@ -245,7 +253,8 @@ TEST(env_file_quotes_every_value_for_the_shell)
                          "BAD-NAME=x",
                          "=novalue",
                          NULL};
-    char *f = sbx_dk_env_file("t0k3n", env);
+    const char *argv[] = {"printf", "%s|", "it's", "$(x)", NULL};
+    char *f = sbx_dk_env_file("t0k3n", env, argv);
     CHECK(strstr(f, "BAD-NAME") == NULL);
     CHECK(strstr(f, "stolen") == NULL);
     char path[] = "/tmp/sbx-docker-env-XXXXXX";
@@ -259,26 +268,118 @@ TEST(env_file_quotes_every_value_for_the_shell)
     source_env(
         path,
         "printf '%s|' \"$EXECD_LISTEN\" \"$EXECD_WORKSPACE\" \"$EXECD_ACCESS_TOKEN\" "
-        "\"$PLAIN\" \"$QUOTE\" \"$SUBST\" \"$NL\" \"${EMPTY-unset}\"; env | grep -c '^PLAIN='",
+        "\"$PLAIN\" \"$QUOTE\" \"$SUBST\" \"$NL\" \"${EMPTY-unset}\"; env | grep -c '^PLAIN='; "
+        "\"$@\"",
         out, sizeof out);
     unlink(path);
     CHECK_STR(out, "unix:/run/tusko/execd.sock|/workspace|t0k3n|hello|it's \"quoted\"|"
-                   "$(touch /tmp/sbx-docker-pwned) `id` ${HOME} \\n|line1\nline2||1\n");
+                   "$(touch /tmp/sbx-docker-pwned) `id` ${HOME} \\n|line1\nline2||1\nit's|$(x)|");
     CHECK(access("/tmp/sbx-docker-pwned", F_OK) != 0);
 }
 
-TEST(exec_runs_the_entrypoint_as_the_sandbox_user)
+static char *slurp(const char *path)
 {
-    const char *argv[] = {"tail", "-f", "/dev/null", NULL};
-    const char *env[] = {"A=1", "BAD-NAME=2", NULL};
-    json_t *j = sbx_dk_exec_json(argv, env);
-    CHECK(json_array_size(json_object_get(j, "Cmd")) == 3);
-    CHECK_STR(json_string_value(json_array_get(json_object_get(j, "Cmd"), 2)), "/dev/null");
-    CHECK(json_array_size(json_object_get(j, "Env")) == 1);
-    CHECK_STR(tk_json_str(j, "User"), "1000:1000");
-    CHECK_STR(tk_json_str(j, "WorkingDir"), "/workspace");
-    CHECK(json_is_false(json_object_get(j, "Privileged")));
-    json_decref(j);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return NULL;
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return tk_strdup(buf);
+}
+
+static int wait_file(const char *path)
+{
+    for (int i = 0; i < 5000; i++) {
+        struct stat sb;
+        if (stat(path, &sb) == 0 && sb.st_size > 0)
+            return 1;
+        usleep(1000);
+    }
+    return 0;
+}
+
+/* The container's init script under a real /bin/sh, in a folder standing in
+ * for /run/tusko and with a stub for execd: a pool member waits for the claim,
+ * execd gets its settings and the request's env, and the entrypoint starts only
+ * when run/entry says so, without execd's settings. */
+TEST(init_script_claim_then_entrypoint)
+{
+    char d[] = "/tmp/sbx-docker-init-XXXXXX";
+    CHECK(mkdtemp(d) != NULL);
+    char p[256];
+    snprintf(p, sizeof p, "%s/claim", d);
+    CHECK(mkfifo(p, 0600) == 0);
+    snprintf(p, sizeof p, "%s/entry", d);
+    CHECK(mkfifo(p, 0600) == 0);
+    char out[200], execd_out[200], stub[200];
+    snprintf(out, sizeof out, "%s/out", d);
+    snprintf(execd_out, sizeof execd_out, "%s/execd.out", d);
+    snprintf(stub, sizeof stub, "%s/execd.sh", d);
+    FILE *f = fopen(stub, "we");
+    CHECK(f != NULL);
+    fprintf(f, "#!/bin/sh\necho \"execd:$EXECD_ACCESS_TOKEN:$A:$#\" > %s\nexec sleep 20\n",
+            execd_out);
+    fclose(f);
+    chmod(stub, 0755);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "echo \"entry:$A:${EXECD_ACCESS_TOKEN-none}:$1\" > %s", out);
+    const char *env[] = {"A=1", NULL};
+    const char *argv[] = {"sh", "-c", cmd, "x", "it's", NULL};
+    char *ef = sbx_dk_env_file("tok", env, argv);
+    snprintf(p, sizeof p, "%s/env", d);
+    f = fopen(p, "we");
+    CHECK(f != NULL);
+    fputs(ef, f);
+    fclose(f);
+    free(ef);
+    /* the script, pointed at the stand-ins */
+    tk_buf b;
+    tk_buf_init(&b, 8192);
+    const char *sc = sbx_dk_init_script;
+    const char *run = strstr(sc, "d=" SBX_DK_RUN), *ex = strstr(sc, "exec " SBX_DK_EXECD);
+    CHECK(run && ex && run < ex);
+    tk_buf_append(&b, sc, (size_t)(run - sc));
+    tk_buf_printf(&b, "d=%s", d);
+    const char *after_run = run + strlen("d=" SBX_DK_RUN);
+    tk_buf_append(&b, after_run, (size_t)(ex - after_run));
+    tk_buf_printf(&b, "exec %s\n", stub);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        char *av[] = {"sh", "-c", (char *)tk_buf_cstr(&b), "tusko-init", NULL};
+        char *ev[] = {"PATH=/usr/bin:/bin", NULL};
+        execve("/bin/sh", av, ev);
+        _exit(127);
+    }
+    tk_buf_free(&b);
+    /* nothing runs before the claim */
+    usleep(50 * 1000);
+    CHECK(access(execd_out, F_OK) != 0);
+    snprintf(p, sizeof p, "%s/claim", d);
+    int fd = open(p, O_WRONLY);
+    CHECK(fd >= 0 && write(fd, "go\n", 3) == 3);
+    close(fd);
+    CHECK(wait_file(execd_out));
+    char *e = slurp(execd_out);
+    CHECK_STR(e, "execd:tok:1:0\n");
+    free(e);
+    /* execd runs; the entrypoint waits for its word */
+    CHECK(access(out, F_OK) != 0);
+    snprintf(p, sizeof p, "%s/entry", d);
+    fd = open(p, O_WRONLY | O_NONBLOCK);
+    CHECK(fd >= 0); /* its child holds the FIFO open already */
+    CHECK(write(fd, "go\n", 3) == 3);
+    close(fd);
+    CHECK(wait_file(out));
+    e = slurp(out);
+    CHECK_STR(e, "entry:1:none:it's\n");
+    free(e);
+    kill(-pid, SIGKILL);
+    int st;
+    waitpid(pid, &st, 0);
+    nftw(d, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 TEST(sandbox_ids_from_labels_are_checked)
@@ -454,14 +555,6 @@ TEST(client_says_when_no_engine_answers)
 
 /* A fake image folder as build.sh makes it (rootfs/ and image.json). */
 static char img_dir[64];
-
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *f)
-{
-    (void)sb;
-    (void)flag;
-    (void)f;
-    return remove(p);
-}
 
 static void make_image(void)
 {
