@@ -732,7 +732,7 @@ static tk_status docker_attach(sbx_runtime *rt, const char *id, const json_t *sa
     int is_paused = strcmp(state, "paused") == 0;
     json_decref(list);
     struct stat sb;
-    if (st == TK_OK && (stat(in->sock, &sb) != 0 || !S_ISSOCK(sb.st_mode))) {
+    if (st == TK_OK && (lstat(in->sock, &sb) != 0 || !S_ISSOCK(sb.st_mode))) {
         snprintf(err, errlen, "attach: %s is gone", in->sock);
         st = TK_ENOENT;
     }

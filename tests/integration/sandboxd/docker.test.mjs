@@ -84,6 +84,12 @@ describe('docker runtime: the container', () => {
     assert.equal(run.uid, 0);
     assert.equal(run.mode & 0o777, 0o700);
     assert.deepEqual(fs.readdirSync(path.join(s.stateDir, 'sandboxes', id, 'run')), ['execd.sock']);
+    // the socket cannot be swapped for a link to another host socket (the proxy
+    // would follow it): its folder is closed to the sandbox user
+    const swap = await s.api.exec(id, 'rm -f /run/tusko/execd.sock 2>/dev/null; echo rm=$?; ln -sf /var/run/docker.sock /run/tusko/execd.sock 2>/dev/null; echo ln=$?; mv /run/tusko /tmp/x 2>/dev/null; echo mv=$?');
+    assert.equal(swap.stdout, 'rm=1\nln=1\nmv=1');
+    assert.ok(fs.lstatSync(path.join(s.stateDir, 'sandboxes', id, 'run', 'execd.sock')).isSocket());
+    assert.equal((await s.api.exec(id, 'echo still')).stdout, 'still');
   });
 
   test('labels: the sandbox id, the service, the owner metadata and the expiry; the execd token is nowhere in the container', async () => {
