@@ -54,8 +54,6 @@
 #include "sandboxd/runtime.h"
 #include "sandboxd/runtime_docker_spec.h"
 
-extern char **environ;
-
 /* How long a container may take to get execd listening (ASan builds are slow). */
 #define DK_READY_MS 30000
 #define DK_CALL_MS  60000
@@ -644,14 +642,20 @@ static int docker_alive(sbx_runtime *rt, sbx_instance *in)
     in->next_check_ms = now + 2000;
     char path[160], err[256];
     snprintf(path, sizeof path, "/containers/%s/json", in->cid);
-    json_t *j;
-    tk_status st = dk(RT(rt), "inspect", "GET", path, NULL, OK_200, &j, err, sizeof err);
-    if (st == TK_ENOENT) {
+    json_t *j = NULL;
+    long status = 0;
+    /* a short timeout: the reaper calls this with the service's lock held */
+    tk_status st =
+        sbx_docker_call(RT(rt)->dk, "GET", path, NULL, 2000, &status, &j, err, sizeof err);
+    if (st == TK_OK && status == 404) {
+        json_decref(j);
         in->exited = 1;
         return 0;
     }
-    if (st != TK_OK)
+    if (st != TK_OK || status != 200) {
+        json_decref(j);
         return 1; /* the engine is busy or restarting: not a verdict */
+    }
     const char *s = tk_json_str_or(json_object_get(j, "State"), "Status", "");
     int live = strcmp(s, "running") == 0 || strcmp(s, "paused") == 0;
     json_decref(j);
@@ -920,7 +924,9 @@ static tk_status import_image(docker_rt *r, const sbx_image *img, char *err, siz
                     ".",
                     NULL};
     pid_t pid;
-    int rc = posix_spawnp(&pid, "tar", &fa, NULL, argv, environ);
+    /* tar gets a clean environment, not the service's (its API key) */
+    char *envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", NULL};
+    int rc = posix_spawnp(&pid, "tar", &fa, NULL, argv, envp);
     posix_spawn_file_actions_destroy(&fa);
     close(p[1]);
     if (rc != 0) {

@@ -548,6 +548,19 @@ static void recover(sbx_service *svc)
         int paused = tmp.state == SBX_PAUSED || tmp.state == SBX_PAUSING;
         if (svc->rt && json_is_object(rtj))
             st = svc->rt->ops->attach(svc->rt, tmp.id, rtj, paused, &in, err, sizeof err);
+        /* No runtime, or one that cannot tell (the docker runtime while the
+         * engine does not answer): the record stays for the next start, and the
+         * sweep spares the sandbox. Only TK_ENOENT means it is gone. */
+        if (!pooled && json_is_object(rtj) && (!svc->rt || (st != TK_OK && st != TK_ENOENT))) {
+            tk_warn("service",
+                    "msg=\"keeping a sandbox's record: the runtime cannot tell whether it still "
+                    "runs (restart once it is available)\" id=%s error=\"%s\"",
+                    tmp.id, svc->rt ? err : svc->rt_error);
+            keep[nkeep++] = ids[i];
+            sbx_sandbox_clear(&tmp);
+            json_decref(rec);
+            continue;
+        }
         int usable =
             st == TK_OK && !pooled && tmp.state != SBX_PENDING && tmp.state != SBX_STOPPING;
         if (!usable) {

@@ -155,6 +155,31 @@ describe('docker runtime: restart', () => {
   });
 });
 
+describe('docker runtime: a restart while the engine does not answer', () => {
+  test('the records stay; the sandboxes are back at the next start with the engine', async () => {
+    const stateDir = tmpdir('sbxd-');
+    const s1 = await start({ stateDir });
+    const id = (await s1.api.create({ metadata: { k: 'v' } })).json.id;
+    assert.equal((await s1.api.exec(id, 'echo kept > /workspace/f')).exitCode, 0);
+    await s1.kill9();
+    const s2 = await start({ stateDir, env: { DOCKER_HOST: 'unix:///tmp/tusko-no-docker-here.sock' } });
+    assert.match(s2.log(), /keeping a sandbox's record: the runtime cannot tell/);
+    assert.equal((await s2.api.create()).status, 503);
+    await s2.kill9();
+    assert.ok(record(stateDir, id), 'the record is still there');
+    assert.equal(containersOf(id).length, 1, 'and so is the container');
+    const s3 = await start({ stateDir });
+    const g = await s3.api.get(id);
+    assert.equal(g.json.status.state, 'Running');
+    assert.deepEqual(g.json.metadata, { k: 'v' });
+    assert.equal((await s3.api.exec(id, 'cat /workspace/f')).stdout, 'kept');
+    assert.equal((await s3.api.del(id)).status, 204);
+    assert.deepEqual(containersOf(id), []);
+    await s3.stop();
+    removeStateDir(stateDir);
+  });
+});
+
 describe('docker runtime: the image and the engine', () => {
   test('an image missing from the engine is imported from the root filesystem, tagged by its recipe hash', async () => {
     // a tiny root filesystem with the folders the runtime checks for, under a fresh hash
