@@ -35,9 +35,9 @@ void tk_time_rfc3339(int64_t ms, char *out, size_t outlen)
     }
     struct tm tm;
     gmtime_r(&secs, &tm);
-    char tmp[32];
-    strftime(tmp, sizeof tmp, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out, outlen, "%s.%03dZ", tmp, frac);
+    /* four-digit years always (strftime's %Y does not pad years below 1000) */
+    snprintf(out, outlen, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
 }
 
 static int digits(const char **p, int n, int *out)

@@ -115,7 +115,13 @@ static int day_word(const char *w)
 
 static tk_status ymd(int64_t y, int m, int d, int64_t *ms, char *err, size_t errlen)
 {
-    if (y < 1 || y > 9999 || m < 1 || m > 12 || d < 1 || d > mdays(y, m)) {
+    if (y < 32 || y > 9999) {
+        /* years below 32 read as days or months in the numeric forms, so they
+         * could not be parsed back; nothing a chat remembers is dated so */
+        snprintf(err, errlen, "year %lld is out of range (32 to 9999)", (long long)y);
+        return TK_EINVAL;
+    }
+    if (m < 1 || m > 12 || d < 1 || d > mdays(y, m)) {
         snprintf(err, errlen, "no such date");
         return TK_EINVAL;
     }
@@ -310,6 +316,11 @@ tk_status utopia_date_parse(const char *in, int64_t now_ms, int64_t *ms, const c
         }
         if (all_digits(w, 4, 4) && year < 0) {
             year = (w[0] - '0') * 1000 + (w[1] - '0') * 100 + (w[2] - '0') * 10 + (w[3] - '0');
+            if (year <= 31) {
+                /* as in the numeric forms: "0018" could be a day; refuse */
+                snprintf(err, errlen, "ambiguous year \"%s\" in \"%s\" (try YYYY-MM-DD)", w, in);
+                return TK_EINVAL;
+            }
             continue;
         }
         int dw = day_word(w);

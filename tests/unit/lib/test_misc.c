@@ -22,6 +22,10 @@ TEST(time_rfc3339_roundtrip)
     CHECK_INT(ms, ==, 0);
     CHECK(tk_time_parse_rfc3339("2024-02-29T12:00:00.5Z", &ms) == TK_OK);
     CHECK_INT(ms, ==, 1709208000500);
+    /* years below 1000 keep four digits, so the output parses back */
+    CHECK(tk_time_parse_rfc3339("0818-11-24T04:01:08.073Z", &ms) == TK_OK);
+    tk_time_rfc3339(ms, s, sizeof s);
+    CHECK_STR(s, "0818-11-24T04:01:08.073Z");
 }
 
 TEST(time_rfc3339_rejects)
