@@ -11,7 +11,7 @@ set -euo pipefail
 build=(gcc make pkg-config clang libclang-rt-14-dev clang-format cppcheck
   libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libpq-dev libssl-dev libsodium-dev
   libcmark-gfm-dev libcmark-gfm-extensions-dev libseccomp-dev libcap-dev libzmq3-dev
-  libidn2-dev)
+  libidn2-dev zlib1g-dev)
 # Run: the database, the sandbox image builder, namespaces and networking tools.
 run=(postgresql-15 debootstrap debian-archive-keyring iproute2 util-linux ca-certificates curl
   poppler-utils) # poppler-utils: pdftotext, run contained for Utopia's PDF uploads
