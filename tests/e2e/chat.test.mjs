@@ -14,6 +14,7 @@ const scenarios = {
   'ui-hello': { steps: [{ text: 'Hello! I am **Tusko**. How can I help?' }] },
   'ui-slow': { steps: [{ text: WORDS.join(' '), split: 'words', chunk_delay_ms: 120 }] },
   'ui-long': { steps: [{ text: WORDS.join(' '), split: 'words', chunk_delay_ms: 200 }] },
+  'ui-reload': { steps: [{ text: WORDS.concat(WORDS.map((w) => `${w}b`)).join(' '), split: 'words', chunk_delay_ms: 200 }] },
   'ui-fail': { steps: [{ error: { status: 500, message: 'the model fell over' } }] },
   'ui-markdown': {
     steps: [
@@ -277,14 +278,14 @@ describe('chatting', () => {
     if (needsAgent(t, stack)) return;
     const { context, page, problems } = await newPage(browser);
     await signIn(page, stack.base, EMAIL);
-    await send(page, 'Keep going #scenario:ui-long');
+    await send(page, 'Keep going #scenario:ui-reload');
     await page.waitForFunction(() => /word2\b/.test(document.querySelector('article.turn[aria-busy="true"] .segment')?.textContent || ''));
     const url = page.url();
     await page.reload();
     assert.equal(page.url(), url);
     await page.locator('article.turn[aria-busy="true"]').waitFor();
     await lastTurnDone(page);
-    assert.equal((await page.locator('article.turn .segment').last().innerText()).trim(), WORDS.join(' '));
+    assert.equal((await page.locator('article.turn .segment').last().innerText()).trim(), WORDS.concat(WORDS.map((w) => `${w}b`)).join(' '));
     assert.equal(await page.locator('.msg.user').count(), 1);
     clean(problems);
     await context.close();
