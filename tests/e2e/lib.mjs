@@ -89,7 +89,14 @@ export async function startStack({ sandbox = false, scenarios = {}, env = {}, ta
     addUser,
     async stop() {
       await tusko.stop();
-      if (sandboxd) await sandboxd.stop();
+      if (sandboxd) {
+        // a stopped sandboxd keeps users' sandboxes for its next start: delete them
+        const h = { 'OPEN-SANDBOX-API-KEY': SANDBOX_KEY };
+        const r = await fetch(`${sandboxd.url}/v1/sandboxes?pageSize=200`, { headers: h });
+        const items = r.ok ? (await r.json()).items || [] : [];
+        for (const x of items) await fetch(`${sandboxd.url}/v1/sandboxes/${x.id}`, { method: 'DELETE', headers: h });
+        await sandboxd.stop();
+      }
       await ms.close();
     },
   };
