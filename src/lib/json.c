@@ -69,7 +69,8 @@ tk_status tk_json_int(const json_t *obj, const char *key, int64_t *out)
     }
     if (json_is_real(v)) {
         double d = json_real_value(v);
-        if (d == (double)(int64_t)d && d > -9.2e18 && d < 9.2e18) {
+        /* range first: converting an out-of-range double is undefined */
+        if (d > -9.2e18 && d < 9.2e18 && d == (double)(int64_t)d) {
             *out = (int64_t)d;
             return TK_OK;
         }

@@ -86,7 +86,7 @@ TEST(uuids)
 TEST(json_parse_and_getters)
 {
     char err[200];
-    const char *doc = "{\"a\":\"x\",\"n\":5,\"r\":2.0,\"f\":1.5,\"t\":true}";
+    const char *doc = "{\"a\":\"x\",\"n\":5,\"r\":2.0,\"f\":1.5,\"t\":true,\"h\":1e300}";
     json_t *j = tk_json_parse(doc, strlen(doc), 1000, err, sizeof err);
     CHECK(j != NULL);
     CHECK_STR(tk_json_str(j, "a"), "x");
@@ -95,6 +95,7 @@ TEST(json_parse_and_getters)
     CHECK(tk_json_int(j, "n", &v) == TK_OK && v == 5);
     CHECK(tk_json_int(j, "r", &v) == TK_OK && v == 2);
     CHECK(tk_json_int(j, "f", &v) == TK_EINVAL);
+    CHECK(tk_json_int(j, "h", &v) == TK_EINVAL); /* out of range, no UB */
     CHECK(tk_json_int(j, "missing", &v) == TK_ENOENT);
     CHECK(tk_json_bool_or(j, "t", 0) == 1);
     CHECK(tk_json_bool_or(j, "a", 7) == 7);
