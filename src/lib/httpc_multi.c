@@ -7,6 +7,7 @@
 
 #include "lib/httpc.h"
 #include "lib/log.h"
+#include "lib/tktime.h"
 
 struct tk_httpm_xfer {
     tk_httpm *m;
@@ -19,6 +20,9 @@ struct tk_httpm_xfer {
     void *ud;
     long status;
     int too_big, stopped, cancelled, attached, in_done;
+    long idle_ms;
+    int64_t last_act;
+    tk_ev_timer *idle_timer;
     char error[CURL_ERROR_SIZE];
     tk_httpm_xfer *prev, *next; /* all live transfers */
     tk_httpm_xfer *next_cancelled;
@@ -50,6 +54,10 @@ static void xfer_unlink(tk_httpm_xfer *x)
 
 static void xfer_free(tk_httpm_xfer *x)
 {
+    if (x->idle_timer) {
+        tk_ev_timer_del(x->idle_timer);
+        x->idle_timer = NULL;
+    }
     if (x->attached) {
         curl_multi_remove_handle(x->m->multi, x->easy);
         x->attached = 0;
@@ -95,6 +103,36 @@ static void reap_cancelled(tk_httpm *m)
         m->cancelled = x->next_cancelled;
         xfer_free(x);
     }
+}
+
+/* Idle: nothing received for idle_ms. curl's low-speed check averages over a
+ * window of seconds (an upload burst hides a silent server), so this is ours. */
+static void idle_fire(tk_ev_timer *t, void *ud)
+{
+    tk_httpm_xfer *x = ud;
+    int64_t now = tk_mono_ms(), quiet = now - x->last_act;
+    if (quiet < x->idle_ms) {
+        tk_ev_timer_rearm(t, x->idle_ms - quiet);
+        return;
+    }
+    if (x->cancelled || x->in_done)
+        return;
+    if (x->attached) {
+        curl_multi_remove_handle(x->m->multi, x->easy);
+        x->attached = 0;
+        x->m->active--;
+    }
+    curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
+    snprintf(x->error, sizeof x->error, "nothing received for %ld ms", x->idle_ms);
+    tk_httpm_result r = {.st = TK_ETIMEOUT,
+                         .status = x->status,
+                         .body = &x->body,
+                         .headers = &x->headers,
+                         .error = x->error};
+    x->in_done = 1;
+    if (x->on_done)
+        x->on_done(x, &r, x->ud);
+    xfer_free(x);
 }
 
 static void check_done(tk_httpm *m)
@@ -262,6 +300,7 @@ static size_t write_cb(char *p, size_t size, size_t nmemb, void *ud)
     size_t n = size * nmemb;
     if (x->cancelled)
         return 0;
+    x->last_act = tk_evloop_now(x->m->loop);
     if (x->on_data) {
         if (!x->status)
             curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
@@ -283,6 +322,7 @@ static size_t header_cb(char *p, size_t size, size_t nmemb, void *ud)
 {
     tk_httpm_xfer *x = ud;
     size_t n = size * nmemb;
+    x->last_act = tk_evloop_now(x->m->loop);
     if (n >= 5 && strncmp(p, "HTTP/", 5) == 0) {
         tk_buf_reset(&x->headers);
         x->status = 0; /* a new response (after 100 Continue) */
@@ -328,9 +368,9 @@ tk_httpm_xfer *tk_httpm_start(tk_httpm *m, const tk_httpm_req *req)
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
                      req->connect_timeout_ms ? req->connect_timeout_ms : 10000L);
     if (req->idle_timeout_ms > 0) {
-        long secs = (req->idle_timeout_ms + 999) / 1000;
-        curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-        curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, secs);
+        x->idle_ms = req->idle_timeout_ms;
+        x->last_act = tk_mono_ms();
+        x->idle_timer = tk_ev_timer_add(m->loop, x->idle_ms, idle_fire, x);
     }
     if (req->unix_socket)
         curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, req->unix_socket);

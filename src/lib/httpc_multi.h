@@ -49,7 +49,7 @@ typedef struct {
     size_t body_len;
     long timeout_ms;         /* whole transfer; 0 means no limit */
     long connect_timeout_ms; /* 0 means 10 s */
-    long idle_timeout_ms;    /* fail when nothing arrives for this long (1 s steps); 0: never */
+    long idle_timeout_ms;    /* TK_ETIMEOUT when nothing arrives this long; 0: never */
     size_t max_response;     /* cap on a buffered body; 0 means 8 MiB */
     /* Streaming: each piece of the body with the response's status. Return 0 to
      * go on, non-zero to stop (the transfer then ends with TK_AGAIN). */
