@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "app/agent/agent.h"
 #include "app/app.h"
 #include "app/auth/password.h"
 #include "app/cli.h"
@@ -60,15 +61,21 @@ static int serve(void)
     char err[512];
     tk_httpc_global_init();
     app_log_summary();
+    if (agent_init(err, sizeof err) != TK_OK) {
+        fprintf(stderr, "tusko: %s\n", err);
+        return 1;
+    }
     tk_httpd *h = app_server_start(&prog, err, sizeof err);
     if (!h) {
         fprintf(stderr, "tusko: %s\n", err);
+        agent_shutdown();
         return 1;
     }
     tk_info("main", "msg=\"listening\" url=%s", tk_httpd_url(h));
     int sig = tk_prog_wait();
     tk_info("main", "msg=\"stopping\" signal=%d", sig);
     tk_httpd_stop(h);
+    agent_shutdown();
     return 0;
 }
 

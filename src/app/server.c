@@ -5,11 +5,16 @@
 #include <string.h>
 
 #include "app/app.h"
+#include "app/agent/events.h"
+#include "app/agent/files.h"
+#include "app/agent/trace.h"
+#include "app/agent/turn.h"
 #include "app/auth/auth.h"
 #include "app/auth/local.h"
 #include "app/auth/oidc.h"
 #include "app/markdown.h"
 #include "app/me.h"
+#include "app/sandbox/sandbox.h"
 #include "app/sessions.h"
 #include "app/utopia/routes.h"
 #include "app/web.h"
@@ -38,6 +43,11 @@ static const struct route_set sets[] = {
     {app_local_routes, &app_local_nroutes},       /* /api/auth/... (sign-in, public) */
     {app_oidc_routes, &app_oidc_nroutes},         /* /api/auth/oidc/... (public) */
     {app_me_routes, &app_me_nroutes},             /* /api/me, /api/models */
+    {agent_turn_routes, &agent_turn_nroutes},     /* POST /api/sessions/{id}/messages|cancel */
+    {agent_events_routes, &agent_events_nroutes}, /* GET /api/sessions/{id}/events */
+    {agent_files_routes, &agent_files_nroutes},   /* .../files..., /api/downloads/{id} */
+    {agent_trace_routes, &agent_trace_nroutes},   /* GET /api/turns/{id}/trace */
+    {sbx_routes, &sbx_nroutes},                   /* GET /api/sandboxes */
     {app_sessions_routes, &app_sessions_nroutes}, /* /api/sessions... */
     {utopia_routes, &utopia_nroutes},             /* /api/utopia/... */
     {app_markdown_routes, &app_markdown_nroutes}, /* /api/markdown */

@@ -44,11 +44,23 @@ typedef struct {
     /* the agent loop */
     int64_t step_budget;     /* TUSKO_STEP_BUDGET: model calls per turn */
     int64_t turn_timeout_ms; /* TUSKO_TURN_TIMEOUT */
+    int64_t max_tokens;          /* TUSKO_MAX_TOKENS */
+    int64_t llm_idle_timeout_ms; /* TUSKO_LLM_IDLE_TIMEOUT */
+    int64_t llm_retries;         /* TUSKO_LLM_RETRIES */
+    int64_t tool_workers;        /* TUSKO_TOOL_WORKERS */
+    int64_t tool_result_max;     /* TUSKO_TOOL_RESULT_MAX (characters) */
+    int64_t command_timeout_ms;  /* TUSKO_COMMAND_TIMEOUT */
+    int64_t download_max;        /* TUSKO_DOWNLOAD_MAX (bytes) */
 
     /* sandbox service (fail-closed: both from the environment or nothing executes) */
     char *opensandbox_url;          /* OPENSANDBOX_URL, NULL when unset */
     char *opensandbox_api_key;      /* OPENSANDBOX_API_KEY, NULL when unset */
     int64_t max_sandboxes_per_user; /* MAX_SANDBOXES_PER_USER */
+    char *sandbox_image;              /* SANDBOX_IMAGE */
+    int64_t sandbox_idle_ttl_ms;      /* SANDBOX_IDLE_TTL */
+    char *sandbox_cpu;                /* SANDBOX_CPU */
+    char *sandbox_memory;             /* SANDBOX_MEMORY */
+    int64_t sandbox_start_timeout_ms; /* SANDBOX_START_TIMEOUT */
 
     /* guardrails and accounts */
     int64_t chat_rate_limit_max; /* CHAT_RATE_LIMIT_MAX per user per minute */

@@ -1,0 +1,63 @@
+/*
+ * events.h — the live events of chat sessions: emitted by turns and tools,
+ * stored in Postgres, numbered per session, then delivered to SSE listeners on
+ * this instance and (through LISTEN/NOTIFY) on every other instance.
+ *
+ * Emitting (any thread, never blocks on the database):
+ *
+ *   agent_event_emit(session_id, turn_id, "tool_start",
+ *                    tk_json_obj("call_id", json_string(id), "lane", json_string("fast"), NULL));
+ *   agent_event_text(session_id, turn_id, step, delta, len);
+ *
+ * The writer thread takes what is queued, merges adjacent text deltas of a turn
+ * (only when it is behind, so a quiet system streams every delta), appends the
+ * batch in one statement (tusko_events_append), NOTIFYs, and only then delivers:
+ * whatever a client saw is stored, so a reload replays exactly it and a resumed
+ * stream (Last-Event-ID) neither skips nor repeats an event.
+ *
+ * Every event's data is a JSON object {"type","turn_id","at",...payload}; the
+ * SSE frame is "id: <seq>\nevent: <type>\ndata: <json>". Types are listed in
+ * docs/AGENT.md (text, turn_start, plan, plan_update, tool_start, tool_output,
+ * tool_end, sandbox_spawn, sandbox_gone, error, turn_end).
+ */
+#ifndef APP_AGENT_EVENTS_H
+#define APP_AGENT_EVENTS_H
+
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <stddef.h>
+
+#include "lib/common.h"
+#include "lib/httpd.h"
+
+/* Queues an event; steals data (an object; NULL means {}). turn_id may be NULL. */
+void agent_event_emit(const char *session_id, const char *turn_id, const char *type,
+                      json_t *data);
+/* Queues a text delta of a turn's answer at a step. */
+void agent_event_text(const char *session_id, const char *turn_id, int step, const char *s,
+                      size_t n);
+
+/* Starts the writer and the LISTEN thread (after app_init). */
+tk_status agent_events_start(char *err, size_t errlen);
+/* Stores what is queued, then stops both threads. */
+void agent_events_stop(void);
+/* Blocks until every event queued before the call is stored (tests, shutdown). */
+void agent_events_flush(void);
+
+/* For the cross-instance parts (agent.c): the LISTEN thread calls these. */
+typedef void (*agent_notify_fn)(const char *channel, const char *payload, void *ud);
+/* Registers a channel to LISTEN on besides tusko_events (before start). */
+void agent_events_listen(const char *channel, agent_notify_fn fn, void *ud);
+/* Called on the LISTEN thread's own connection every ~10 s and once at start
+ * (sweeps that need a session-level advisory lock context). */
+void agent_events_on_tick(void (*fn)(PGconn *conn, void *ud), void *ud);
+/* This process's instance id (a random UUID made at start; held as a session
+ * advisory lock on the LISTEN connection while the process lives). */
+const char *agent_instance_id(void);
+/* SQL for the advisory lock key of instance id $1 (liveness checks). */
+#define AGENT_INSTANCE_LOCK_SQL "hashtextextended('tusko_instance:' || $1, 0)"
+
+extern const tk_route agent_events_routes[];
+extern const size_t agent_events_nroutes;
+
+#endif

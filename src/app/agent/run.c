@@ -1,0 +1,882 @@
+/*
+ * The agent loop: call the model, stream its answer, run the tool calls it
+ * makes through the registry, append the results, and go again until the model
+ * stops, the step budget or the time limit ends, or the turn is cancelled.
+ *
+ * Everything here runs on the agent's event loop except the `work` halves of
+ * jobs (database writes, blocking tools), which run on the pools and post their
+ * `then` halves back. A run is therefore a small state machine; it never holds
+ * a thread while it waits.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/agent/agent.h"
+#include "app/agent/events.h"
+#include "app/agent/history.h"
+#include "app/app.h"
+#include "app/llm/llm.h"
+#include "lib/json.h"
+#include "lib/log.h"
+#include "lib/tktime.h"
+
+enum { RUN_IDLE, RUN_STREAMING, RUN_PERSISTING, RUN_TOOL, RUN_FINISHED };
+
+struct agent_call {
+    agent_run *run;
+    const agent_tool *tool;
+    char id[128];
+    char name[72];
+    int index;
+    json_t *args;  /* parsed arguments (an object), or NULL when invalid */
+    char *args_text;
+    char args_error[160];
+    agent_span *span;
+    int64_t t0_ns;
+    agent_result res;
+    json_t *attrs; /* set by the tool: merged into the span and tool_end */
+    int finished;
+};
+
+struct agent_run {
+    agent_run_cfg cfg;
+    char session_id[TK_UUID_LEN], user_id[TK_UUID_LEN], turn_id[TK_UUID_LEN];
+    char *system;
+    char *label;
+    char *parent_span;
+    char **tool_names; /* copy of cfg.tools */
+    json_t *messages;
+    json_t *tools_offered;
+    int state;
+    int step; /* model calls made */
+    int ntool_calls;
+    int64_t in_tokens, out_tokens;
+    llm_stream *stream;
+    agent_span *llm_span;
+    /* the tool calls of the current answer, sorted by tool order */
+    json_t *calls;
+    size_t call_idx;
+    agent_call *call;
+    json_t *pending_msg; /* a message being stored */
+    void (*after_persist)(agent_run *);
+    tk_ev_timer *deadline;
+    volatile int cancel;
+    char final_state[16];
+    char err_code[40];
+    char err_msg[512];
+    char *last_text;
+    json_t *turn_state;
+};
+
+static void run_step(agent_run *r);
+static void run_finish(agent_run *r, const char *state, const char *code, const char *msg);
+static void next_tool(agent_run *r);
+
+/* ---------------------------------------------------------------- events */
+
+static void run_emit(agent_run *r, const char *type, json_t *data)
+{
+    if (!data)
+        data = json_object();
+    if (r->label)
+        json_object_set_new(data, "agent", json_string(r->label));
+    agent_event_emit(r->session_id, r->turn_id, type, data);
+}
+
+static void on_text(void *ud, const char *d, size_t n)
+{
+    agent_run *r = ud;
+    if (r->label) {
+        run_emit(r, "text",
+                 tk_json_obj("delta", json_stringn(d, n), "step", json_integer(r->step), NULL));
+        return;
+    }
+    agent_event_text(r->session_id, r->turn_id, r->step, d, n);
+}
+
+/* ---------------------------------------------------------------- persistence */
+
+struct persist_job {
+    agent_run *r;
+    json_t *msg;
+    tk_status st;
+};
+
+static void persist_work(void *ud)
+{
+    struct persist_job *j = ud;
+    agent_run *r = j->r;
+    PGconn *c = app_db_acquire();
+    if (!c) {
+        j->st = TK_ERROR;
+        return;
+    }
+    if (j->msg) {
+        char id[TK_UUID_LEN], step[16];
+        tk_uuid7(id);
+        snprintf(step, sizeof step, "%d", r->step);
+        json_t *calls = json_object_get(j->msg, "tool_calls");
+        char *calls_s = calls ? tk_json_dumps(calls) : NULL;
+        const char *p[] = {id,
+                           r->session_id,
+                           tk_json_str_or(j->msg, "role", "assistant"),
+                           tk_json_str_or(j->msg, "content", ""),
+                           r->turn_id,
+                           step,
+                           calls_s,
+                           tk_json_str(j->msg, "tool_call_id"),
+                           tk_json_str(j->msg, "tool_name"),
+                           json_is_true(json_object_get(j->msg, "is_error")) ? "true" : "false",
+                           json_is_true(json_object_get(j->msg, "partial")) ? "true" : "false"};
+        j->st = tk_pg_exec(c,
+                           "INSERT INTO messages (id, session_id, role, content, turn_id, step, "
+                           "tool_calls, tool_call_id, tool_name, is_error, partial) VALUES ($1, $2, "
+                           "$3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11)",
+                           11, p);
+        free(calls_s);
+    }
+    if (r->cfg.trace)
+        agent_trace_store(r->cfg.trace, c);
+    app_db_release(c);
+}
+
+static void persist_then(void *ud)
+{
+    struct persist_job *j = ud;
+    agent_run *r = j->r;
+    tk_status st = j->st;
+    json_decref(j->msg);
+    free(j);
+    void (*next)(agent_run *) = r->after_persist;
+    r->after_persist = NULL;
+    if (st != TK_OK) {
+        run_finish(r, "failed", "STORAGE_FAILED",
+                   "the answer could not be stored (the database did not answer)");
+        return;
+    }
+    next(r);
+}
+
+/* Appends msg to the conversation (steals it), stores it when the run persists,
+ * then continues with next. */
+static void append_then(agent_run *r, json_t *msg, void (*next)(agent_run *))
+{
+    json_t *clean = json_deep_copy(msg);
+    json_object_del(clean, "partial");
+    json_object_del(clean, "tool_name");
+    json_array_append_new(r->messages, clean);
+    if (!r->cfg.persist) {
+        json_decref(msg);
+        next(r);
+        return;
+    }
+    struct persist_job *j = tk_calloc(1, sizeof *j);
+    j->r = r;
+    j->msg = msg;
+    r->state = RUN_PERSISTING;
+    r->after_persist = next;
+    if (tk_workpool_submit_then(agent_db_pool(), agent_loop(), persist_work, persist_then, j) !=
+        TK_OK) {
+        j->st = TK_ERROR;
+        persist_then(j);
+    }
+}
+
+/* ---------------------------------------------------------------- finish */
+
+struct done_job {
+    agent_run *r;
+};
+
+static void report_done(tk_ev_timer *t, void *ud)
+{
+    agent_run *r = ud;
+    tk_ev_timer_del(t);
+    if (r->cfg.on_done)
+        r->cfg.on_done(r->cfg.ud, r);
+}
+
+static void run_finish(agent_run *r, const char *state, const char *code, const char *msg)
+{
+    if (r->state == RUN_FINISHED)
+        return;
+    r->state = RUN_FINISHED;
+    snprintf(r->final_state, sizeof r->final_state, "%s", state);
+    snprintf(r->err_code, sizeof r->err_code, "%s", code ? code : "");
+    snprintf(r->err_msg, sizeof r->err_msg, "%s", msg ? msg : "");
+    if (r->deadline) {
+        tk_ev_timer_del(r->deadline);
+        r->deadline = NULL;
+    }
+    if (r->stream) {
+        llm_stream_free(r->stream);
+        r->stream = NULL;
+    }
+    /* report on a fresh loop iteration: never inside a callback of ours */
+    tk_ev_timer_add(agent_loop(), 0, report_done, r);
+}
+
+static void stop_now(agent_run *r)
+{
+    const char *code = r->err_code[0] ? r->err_code : "CANCELLED";
+    const char *state = strcmp(code, "CANCELLED") == 0 ? "cancelled" : "failed";
+    run_finish(r, state, code, r->err_msg[0] ? r->err_msg : "the turn was cancelled");
+}
+
+/* ---------------------------------------------------------------- the model */
+
+static void fill_provider(const app_model *m, llm_provider *p, char *err, size_t errlen)
+{
+    const app_settings *s = app_get()->cfg;
+    memset(p, 0, sizeof *p);
+    p->name = m->provider;
+    if (m->kind == APP_PROVIDER_ANTHROPIC) {
+        p->kind = LLM_ANTHROPIC;
+        p->base_url = s->anthropic_base_url;
+        p->api_key = s->anthropic_api_key;
+        if (!p->api_key || !*p->api_key)
+            snprintf(err, errlen, "the model %s needs ANTHROPIC_API_KEY, which is not set", m->id);
+    } else {
+        p->kind = LLM_OPENAI;
+        p->base_url = s->openai_base_url;
+        p->api_key = s->openai_api_key;
+        if (!p->api_key || !*p->api_key)
+            snprintf(err, errlen, "the model %s needs OPENAI_API_KEY, which is not set", m->id);
+    }
+}
+
+static int tool_order(const json_t *c)
+{
+    const agent_tool *t = agent_tools_find(tk_json_str_or(c, "name", ""));
+    return t ? t->order : 0;
+}
+
+static void on_model_done(void *ud, llm_result *res);
+
+static void run_step(agent_run *r)
+{
+    if (r->state == RUN_FINISHED)
+        return;
+    if (r->cancel) {
+        stop_now(r);
+        return;
+    }
+    if (r->stream) {
+        llm_stream_free(r->stream);
+        r->stream = NULL;
+    }
+    if (r->step >= r->cfg.max_steps) {
+        char m[200];
+        snprintf(m, sizeof m,
+                 "stopped after %d model calls: the step budget (TUSKO_STEP_BUDGET) is used up",
+                 r->step);
+        run_emit(r, "error", tk_json_obj("code", json_string("STEP_BUDGET"), "message",
+                                         json_string(m), NULL));
+        run_finish(r, "failed", "STEP_BUDGET", m);
+        return;
+    }
+    char perr[200] = "";
+    llm_provider prov;
+    fill_provider(r->cfg.model, &prov, perr, sizeof perr);
+    if (perr[0]) {
+        run_emit(r, "error", tk_json_obj("code", json_string("PROVIDER_NOT_CONFIGURED"),
+                                         "message", json_string(perr), NULL));
+        run_finish(r, "failed", "PROVIDER_NOT_CONFIGURED", perr);
+        return;
+    }
+    const app_settings *s = app_get()->cfg;
+    json_t *window = agent_history_window(r->messages, AGENT_HISTORY_MAX);
+    long remaining = 0;
+    if (r->cfg.deadline_mono_ms > 0) {
+        remaining = (long)(r->cfg.deadline_mono_ms - tk_mono_ms());
+        if (remaining < 1)
+            remaining = 1;
+    }
+    llm_request req = {.model = r->cfg.model->model,
+                       .system = r->system,
+                       .messages = window,
+                       .tools = r->tools_offered,
+                       .max_tokens = s->max_tokens,
+                       .idle_timeout_ms = (long)s->llm_idle_timeout_ms,
+                       .timeout_ms = remaining,
+                       .max_retries = (int)s->llm_retries};
+    r->step++;
+    r->llm_span = agent_span_begin(r->cfg.trace, r->parent_span, "llm", r->cfg.model->id);
+    agent_span_attrs(r->llm_span,
+                     tk_json_obj("provider", json_string(r->cfg.model->provider), "model",
+                                 json_string(r->cfg.model->model), "step", json_integer(r->step),
+                                 "messages", json_integer((json_int_t)json_array_size(window)),
+                                 "tools",
+                                 json_integer((json_int_t)json_array_size(r->tools_offered)),
+                                 NULL));
+    llm_callbacks cb = {.on_text = on_text, .on_done = on_model_done};
+    r->state = RUN_STREAMING;
+    r->stream = llm_stream_start(agent_http(), agent_loop(), &prov, &req, &cb, r);
+    json_decref(window);
+}
+
+static void after_assistant(agent_run *r);
+
+static void on_model_done(void *ud, llm_result *res)
+{
+    agent_run *r = ud;
+    if (r->state != RUN_STREAMING)
+        return;
+    if (res->input_tokens > 0)
+        r->in_tokens += res->input_tokens;
+    if (res->output_tokens > 0)
+        r->out_tokens += res->output_tokens;
+    agent_span_attrs(r->llm_span,
+                     tk_json_obj("input_tokens",
+                                 res->input_tokens >= 0 ? json_integer(res->input_tokens)
+                                                        : json_null(),
+                                 "output_tokens",
+                                 res->output_tokens >= 0 ? json_integer(res->output_tokens)
+                                                         : json_null(),
+                                 "ttft_ms",
+                                 res->ttft_ms >= 0 ? json_integer(res->ttft_ms) : json_null(),
+                                 "stop_reason", json_string(res->stop_reason), "attempts",
+                                 json_integer(res->attempts), "http_status",
+                                 json_integer(res->http_status), "tool_calls",
+                                 json_integer((json_int_t)res->ncalls), NULL));
+    if (res->st != TK_OK)
+        agent_span_attrs(r->llm_span, tk_json_obj("error", json_string(res->error), "code",
+                                                  json_string(res->code), NULL));
+    agent_span_end(r->llm_span, res->st == TK_OK ? "ok" : "error");
+    r->llm_span = NULL;
+
+    const char *text = tk_buf_cstr(&res->text);
+    free(r->last_text);
+    r->last_text = tk_strdup(text);
+    json_t *msg = tk_json_obj("role", json_string("assistant"), "content", json_string(text), NULL);
+    json_t *calls = json_array();
+    if (res->st == TK_OK) {
+        for (size_t i = 0; i < res->ncalls; i++) {
+            const char *id = res->calls[i].id;
+            char gen[48];
+            if (!id || !*id) {
+                snprintf(gen, sizeof gen, "call_%d_%zu", r->step, i);
+                id = gen;
+            }
+            const char *args = tk_buf_cstr(&res->calls[i].arguments);
+            json_array_append_new(calls, tk_json_obj("id", json_string(id), "name",
+                                                     json_string(res->calls[i].name), "arguments",
+                                                     json_string(*args ? args : "{}"), NULL));
+        }
+    }
+    if (json_array_size(calls) > 0)
+        json_object_set(msg, "tool_calls", calls);
+    if (res->st != TK_OK)
+        json_object_set_new(msg, "partial", json_true());
+    /* the tool calls, sorted so that plan_task (order < 0) runs first */
+    json_decref(r->calls);
+    r->calls = json_array();
+    for (int pass = 0; pass < 2; pass++) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(calls, i, c)
+        {
+            if ((tool_order(c) < 0) == (pass == 0))
+                json_array_append(r->calls, c);
+        }
+    }
+    json_decref(calls);
+    r->call_idx = 0;
+    if (res->st != TK_OK) {
+        /* keep what was streamed, then end the turn with the provider's error */
+        char code[48];
+        snprintf(code, sizeof code, "MODEL_%s", res->code[0] ? res->code : "error");
+        for (char *p = code; *p; p++)
+            if (*p >= 'a' && *p <= 'z')
+                *p = (char)(*p - 'a' + 'A');
+        if (strcmp(res->code, "cancelled") == 0) {
+            /* cancelled: stop_now reports it */
+        } else {
+            run_emit(r, "error",
+                     tk_json_obj("code", json_string(code), "message", json_string(res->error),
+                                 "http_status",
+                                 res->http_status ? json_integer(res->http_status) : json_null(),
+                                 "kept_chars", json_integer((json_int_t)res->text.len), NULL));
+            snprintf(r->err_code, sizeof r->err_code, "%s", code);
+            snprintf(r->err_msg, sizeof r->err_msg, "%s", res->error);
+        }
+        if (res->text.len == 0) {
+            json_decref(msg);
+            stop_now(r);
+            return;
+        }
+        r->cancel = 1;
+        append_then(r, msg, after_assistant);
+        return;
+    }
+    if (res->text.len == 0 && json_array_size(r->calls) == 0) {
+        /* an empty answer: nothing to store */
+        json_decref(msg);
+        run_finish(r, "done", NULL, NULL);
+        return;
+    }
+    append_then(r, msg, after_assistant);
+}
+
+static void after_assistant(agent_run *r)
+{
+    if (r->cancel) {
+        /* answer the calls that will not run, so the conversation stays paired */
+        stop_now(r);
+        return;
+    }
+    if (json_array_size(r->calls) == 0) {
+        run_finish(r, "done", NULL, NULL);
+        return;
+    }
+    next_tool(r);
+}
+
+/* ---------------------------------------------------------------- tools */
+
+static void call_free(agent_call *c)
+{
+    json_decref(c->args);
+    free(c->args_text);
+    agent_result_free(&c->res);
+    json_decref(c->attrs);
+    free(c);
+}
+
+static void tool_done(agent_run *r);
+
+static void tool_then(void *ud)
+{
+    agent_call *c = ud;
+    tool_done(c->run);
+}
+
+static void tool_work(void *ud)
+{
+    agent_call *c = ud;
+    c->tool->run(c, c->args, &c->res);
+}
+
+static char *cap_content(const char *s, size_t max_chars, size_t *orig_chars)
+{
+    /* counts code points; cuts at a code point boundary */
+    size_t chars = 0, cut = 0, len = strlen(s);
+    for (size_t i = 0; i < len; i++) {
+        if (((unsigned char)s[i] & 0xC0) != 0x80) {
+            if (chars == max_chars)
+                cut = i;
+            chars++;
+        }
+    }
+    *orig_chars = chars;
+    if (chars <= max_chars)
+        return tk_strdup(s);
+    return tk_asprintf("%.*s\n[... cut: %zu of %zu characters shown (TUSKO_TOOL_RESULT_MAX)]",
+                       (int)cut, s, max_chars, chars);
+}
+
+static void next_tool_cb(agent_run *r)
+{
+    next_tool(r);
+}
+
+static void tool_done(agent_run *r)
+{
+    agent_call *c = r->call;
+    if (!c->res.content)
+        agent_result_text(&c->res, "(no output)");
+    size_t chars = 0;
+    char *content = cap_content(c->res.content, (size_t)app_get()->cfg->tool_result_max, &chars);
+    int cancelled = c->res.is_error && r->cancel;
+    double ms = (double)(tk_mono_ns() - c->t0_ns) / 1e6;
+    agent_span_attrs(c->span, tk_json_obj("result_size", json_integer((json_int_t)strlen(content)),
+                                          "result_chars", json_integer((json_int_t)chars),
+                                          "is_error", json_boolean(c->res.is_error), NULL));
+    if (c->attrs)
+        agent_span_attrs(c->span, json_deep_copy(c->attrs));
+    agent_span_end(c->span, cancelled ? "cancelled" : c->res.is_error ? "error" : "ok");
+    /* what the user sees: a preview of the result and the tool's data */
+    size_t plen = strlen(content) > 4000 ? 4000 : strlen(content);
+    while (plen > 0 && ((unsigned char)content[plen] & 0xC0) == 0x80)
+        plen--;
+    json_t *ev = tk_json_obj(
+        "call_id", json_string(c->id), "name", json_string(c->name), "lane",
+        json_string(agent_lane_name(c->tool ? c->tool->lane : AGENT_LANE_FAST)), "ok",
+        json_boolean(!c->res.is_error), "duration_ms", json_real(ms), "result_size",
+        json_integer((json_int_t)strlen(content)), "result", json_stringn(content, plen), NULL);
+    if (c->res.data)
+        json_object_set(ev, "data", c->res.data);
+    if (c->attrs)
+        json_object_update(ev, c->attrs);
+    run_emit(r, "tool_end", ev);
+    json_t *msg = tk_json_obj("role", json_string("tool"), "tool_call_id", json_string(c->id),
+                              "tool_name", json_string(c->name), "content", json_string(content),
+                              NULL);
+    if (c->res.is_error)
+        json_object_set_new(msg, "is_error", json_true());
+    free(content);
+    r->call = NULL;
+    call_free(c);
+    r->call_idx++;
+    append_then(r, msg, next_tool_cb);
+}
+
+static void next_tool(agent_run *r)
+{
+    if (r->state == RUN_FINISHED)
+        return;
+    if (r->call_idx >= json_array_size(r->calls)) {
+        run_step(r);
+        return;
+    }
+    json_t *tc = json_array_get(r->calls, r->call_idx);
+    agent_call *c = tk_calloc(1, sizeof *c);
+    c->run = r;
+    c->index = (int)r->call_idx;
+    snprintf(c->id, sizeof c->id, "%s", tk_json_str_or(tc, "id", ""));
+    snprintf(c->name, sizeof c->name, "%s", tk_json_str_or(tc, "name", ""));
+    c->args_text = tk_strdup(tk_json_str_or(tc, "arguments", "{}"));
+    c->t0_ns = tk_mono_ns();
+    r->call = c;
+    r->ntool_calls++;
+    c->tool = agent_tools_find(c->name);
+    agent_lane lane = c->tool ? c->tool->lane : AGENT_LANE_FAST;
+    char jerr[128];
+    json_t *args = tk_json_parse(c->args_text, strlen(c->args_text), 1 << 20, jerr, sizeof jerr);
+    if (json_is_object(args)) {
+        c->args = args;
+    } else {
+        json_decref(args);
+        snprintf(c->args_error, sizeof c->args_error, "%s",
+                 jerr[0] ? jerr : "the arguments must be a JSON object");
+    }
+    c->span = agent_span_begin(r->cfg.trace, r->parent_span, "tool", c->name);
+    agent_span_attrs(c->span, tk_json_obj("lane", json_string(agent_lane_name(lane)), "call_id",
+                                          json_string(c->id), "step", json_integer(r->step), NULL));
+    run_emit(r, "tool_start",
+             tk_json_obj("call_id", json_string(c->id), "name", json_string(c->name), "lane",
+                         json_string(agent_lane_name(lane)), "arguments",
+                         c->args ? json_incref(c->args) : json_string(c->args_text), "step",
+                         json_integer(r->step), NULL));
+    if (r->cancel) {
+        agent_result_error(&c->res, "not run: the turn was stopped");
+        tool_done(r);
+        return;
+    }
+    if (!c->tool) {
+        agent_result_error(&c->res, "there is no tool named \"%s\"", c->name);
+        tool_done(r);
+        return;
+    }
+    if (!agent_lane_available(c->tool->lane) || (c->tool->available && !c->tool->available())) {
+        if (c->tool->lane == AGENT_LANE_SANDBOX)
+            agent_result_error(&c->res,
+                               "%s is not available: code execution is off on this server (%s "
+                               "not set), so nothing can be written or run",
+                               c->name, app_get()->execution_missing);
+        else
+            agent_result_error(&c->res, "%s is not available on this server", c->name);
+        tool_done(r);
+        return;
+    }
+    if (!c->args) {
+        agent_result_error(&c->res, "the arguments of %s are not valid JSON: %s", c->name,
+                           c->args_error);
+        tool_done(r);
+        return;
+    }
+    r->state = RUN_TOOL;
+    if (c->tool->start) {
+        c->tool->start(c, c->args);
+        return;
+    }
+    if (tk_workpool_submit_then(agent_tool_pool(), agent_loop(), tool_work, tool_then, c) !=
+        TK_OK) {
+        agent_result_error(&c->res, "the server is too busy to run %s now; try again", c->name);
+        tool_done(r);
+    }
+}
+
+/* ---------------------------------------------------------------- deadline */
+
+static void deadline_fire(tk_ev_timer *t, void *ud)
+{
+    agent_run *r = ud;
+    tk_ev_timer_del(t);
+    r->deadline = NULL;
+    char m[160];
+    char d[32];
+    tk_format_duration(app_get()->cfg->turn_timeout_ms, d, sizeof d);
+    snprintf(m, sizeof m, "the turn ran out of time (TUSKO_TURN_TIMEOUT is %s)", d);
+    run_emit(r, "error",
+             tk_json_obj("code", json_string("TURN_TIMEOUT"), "message", json_string(m), NULL));
+    agent_run_cancel(r, "TURN_TIMEOUT", m);
+}
+
+/* ---------------------------------------------------------------- API */
+
+agent_run *agent_run_start(const agent_run_cfg *cfg)
+{
+    agent_run *r = tk_calloc(1, sizeof *r);
+    r->cfg = *cfg;
+    snprintf(r->session_id, sizeof r->session_id, "%s", cfg->session_id);
+    snprintf(r->user_id, sizeof r->user_id, "%s", cfg->user_id);
+    snprintf(r->turn_id, sizeof r->turn_id, "%s", cfg->turn_id);
+    /* the system prompt guardrail, whatever the caller passed */
+    const char *sys = cfg->system ? cfg->system : "";
+    size_t chars = 0, cut = strlen(sys);
+    for (size_t i = 0; sys[i]; i++)
+        if (((unsigned char)sys[i] & 0xC0) != 0x80 && chars++ == APP_SYSTEM_PROMPT_MAX) {
+            cut = i;
+            break;
+        }
+    r->system = tk_strndup(sys, cut);
+    r->label = cfg->label ? tk_strdup(cfg->label) : NULL;
+    r->parent_span = cfg->parent_span ? tk_strdup(cfg->parent_span) : NULL;
+    r->cfg.system = r->system;
+    r->cfg.label = r->label;
+    r->cfg.parent_span = r->parent_span;
+    if (cfg->tools) {
+        size_t n = 0;
+        while (cfg->tools[n])
+            n++;
+        r->tool_names = tk_calloc(n + 1, sizeof *r->tool_names);
+        for (size_t i = 0; i < n; i++)
+            r->tool_names[i] = tk_strdup(cfg->tools[i]);
+        r->cfg.tools = (const char *const *)r->tool_names;
+    }
+    r->messages = cfg->messages ? cfg->messages : json_array();
+    r->cfg.messages = NULL;
+    r->tools_offered = agent_tools_offered(r->cfg.tools);
+    r->turn_state = json_object();
+    if (r->cfg.max_steps <= 0)
+        r->cfg.max_steps = 1;
+    if (cfg->deadline_mono_ms > 0) {
+        int64_t left = cfg->deadline_mono_ms - tk_mono_ms();
+        r->deadline = tk_ev_timer_add(agent_loop(), left > 0 ? left : 0, deadline_fire, r);
+    }
+    run_step(r);
+    return r;
+}
+
+void agent_run_cancel(agent_run *r, const char *code, const char *message)
+{
+    if (!r || r->state == RUN_FINISHED)
+        return;
+    if (!r->cancel) {
+        snprintf(r->err_code, sizeof r->err_code, "%s", code ? code : "CANCELLED");
+        snprintf(r->err_msg, sizeof r->err_msg, "%s",
+                 message ? message : "the turn was cancelled");
+    }
+    r->cancel = 1;
+    if (r->state == RUN_STREAMING && r->stream) {
+        /* keep what was streamed */
+        llm_stream_cancel(r->stream);
+        llm_result *res = llm_stream_result(r->stream);
+        if (r->llm_span) {
+            agent_span_attrs(r->llm_span,
+                             tk_json_obj("cancelled", json_true(), "ttft_ms",
+                                         res->ttft_ms >= 0 ? json_integer(res->ttft_ms)
+                                                           : json_null(),
+                                         NULL));
+            agent_span_end(r->llm_span, "cancelled");
+            r->llm_span = NULL;
+        }
+        if (res->text.len > 0) {
+            free(r->last_text);
+            r->last_text = tk_strdup(tk_buf_cstr(&res->text));
+            json_t *msg = tk_json_obj("role", json_string("assistant"), "content",
+                                      json_string(tk_buf_cstr(&res->text)), "partial",
+                                      json_true(), NULL);
+            json_decref(r->calls);
+            r->calls = json_array();
+            append_then(r, msg, after_assistant);
+            return;
+        }
+        stop_now(r);
+        return;
+    }
+    if (r->state == RUN_TOOL && r->call && r->call->tool && r->call->tool->start &&
+        r->call->tool->cancel)
+        r->call->tool->cancel(r->call);
+    /* RUN_TOOL (blocking): the tool sees the flag; RUN_PERSISTING: the next
+     * step checks it */
+}
+
+const char *agent_run_state(const agent_run *r)
+{
+    return r->final_state[0] ? r->final_state : "running";
+}
+
+const char *agent_run_text(const agent_run *r)
+{
+    return r->last_text ? r->last_text : "";
+}
+
+const char *agent_run_error_code(const agent_run *r)
+{
+    return r->err_code;
+}
+
+const char *agent_run_error(const agent_run *r)
+{
+    return r->err_msg;
+}
+
+int agent_run_steps(const agent_run *r)
+{
+    return r->step;
+}
+
+int agent_run_tool_calls(const agent_run *r)
+{
+    return r->ntool_calls;
+}
+
+int64_t agent_run_input_tokens(const agent_run *r)
+{
+    return r->in_tokens;
+}
+
+int64_t agent_run_output_tokens(const agent_run *r)
+{
+    return r->out_tokens;
+}
+
+void agent_run_free(agent_run *r)
+{
+    if (!r)
+        return;
+    if (r->deadline)
+        tk_ev_timer_del(r->deadline);
+    if (r->stream)
+        llm_stream_free(r->stream);
+    json_decref(r->messages);
+    json_decref(r->tools_offered);
+    json_decref(r->calls);
+    json_decref(r->turn_state);
+    if (r->tool_names) {
+        for (char **p = r->tool_names; *p; p++)
+            free(*p);
+        free(r->tool_names);
+    }
+    free(r->system);
+    free(r->label);
+    free(r->parent_span);
+    free(r->last_text);
+    free(r);
+}
+
+agent_run_cfg agent_run_cfg_for_call(agent_call *call)
+{
+    agent_run *p = call->run;
+    agent_run_cfg cfg = {.session_id = p->session_id,
+                         .user_id = p->user_id,
+                         .turn_id = p->turn_id,
+                         .model = p->cfg.model,
+                         .max_steps = p->cfg.max_steps,
+                         .deadline_mono_ms = p->cfg.deadline_mono_ms,
+                         .trace = p->cfg.trace,
+                         .parent_span = agent_span_id(call->span)};
+    return cfg;
+}
+
+/* ---------------------------------------------------------------- agent_call */
+
+const char *agent_call_id(const agent_call *c)
+{
+    return c->id;
+}
+
+const char *agent_call_name(const agent_call *c)
+{
+    return c->name;
+}
+
+const char *agent_call_session(const agent_call *c)
+{
+    return c->run->session_id;
+}
+
+const char *agent_call_user(const agent_call *c)
+{
+    return c->run->user_id;
+}
+
+const char *agent_call_turn(const agent_call *c)
+{
+    return c->run->turn_id;
+}
+
+int agent_call_step(const agent_call *c)
+{
+    return c->run->step;
+}
+
+agent_trace *agent_call_trace(agent_call *c)
+{
+    return c->run->cfg.trace;
+}
+
+const char *agent_call_span_id(const agent_call *c)
+{
+    return agent_span_id(c->span);
+}
+
+int agent_call_cancelled(const agent_call *c)
+{
+    return c->run->cancel != 0;
+}
+
+const volatile int *agent_call_cancel_flag(const agent_call *c)
+{
+    return &c->run->cancel;
+}
+
+void agent_call_emit(agent_call *c, const char *type, json_t *data)
+{
+    if (!data)
+        data = json_object();
+    if (!json_object_get(data, "call_id"))
+        json_object_set_new(data, "call_id", json_string(c->id));
+    run_emit(c->run, type, data);
+}
+
+void agent_call_output(agent_call *c, const char *stream, const char *text, size_t len)
+{
+    if (len == 0)
+        return;
+    run_emit(c->run, "tool_output",
+             tk_json_obj("call_id", json_string(c->id), "name", json_string(c->name), "stream",
+                         json_string(stream), "text", json_stringn(text, len), NULL));
+}
+
+void agent_call_set_attrs(agent_call *c, json_t *attrs)
+{
+    if (!json_is_object(attrs)) {
+        json_decref(attrs);
+        return;
+    }
+    if (!c->attrs)
+        c->attrs = json_object();
+    json_object_update(c->attrs, attrs);
+    json_decref(attrs);
+}
+
+void agent_call_finish(agent_call *c, agent_result *res)
+{
+    if (c->finished)
+        return;
+    c->finished = 1;
+    agent_result_free(&c->res);
+    c->res = *res;
+    memset(res, 0, sizeof *res);
+    tool_done(c->run);
+}
+
+json_t *agent_call_turn_state(agent_call *c)
+{
+    return c->run->turn_state;
+}

@@ -1,0 +1,644 @@
+/*
+ * Chat turns: POST /api/sessions/{id}/messages and /cancel, the turn around an
+ * agent_run (history in, messages and the turn row out), and the recovery of
+ * turns whose instance died (kill -9, a crash, a lost host).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/agent/agent.h"
+#include "app/agent/events.h"
+#include "app/agent/history.h"
+#include "app/agent/turn.h"
+#include "app/app.h"
+#include "app/auth/auth.h"
+#include "app/models.h"
+#include "app/ratelimit.h"
+#include "app/sessions.h"
+#include "lib/json.h"
+#include "lib/log.h"
+#include "lib/tktime.h"
+
+#define CONTENT_MAX_CHARS 100000
+
+typedef struct turn {
+    char id[TK_UUID_LEN];
+    char session_id[TK_UUID_LEN];
+    char user_id[TK_UUID_LEN];
+    char message_id[TK_UUID_LEN];
+    const app_model *model;
+    char *content;
+    agent_trace *trace;
+    agent_span *root;
+    agent_run *run;
+    json_t *history;
+    int skip;               /* the turn row was no longer queued */
+    int prepare_failed;
+    int cancel_requested;
+    char cancel_code[32];
+    char cancel_msg[200];
+    int64_t t0_mono;
+    char state[16], err_code[40], err[512];
+    int steps, tool_calls;
+    int64_t in_tokens, out_tokens;
+    struct turn *next;
+} turn;
+
+/* Loop thread only. */
+static turn *active;
+static size_t nactive;
+
+size_t agent_turns_active(void)
+{
+    return nactive;
+}
+
+static void turn_unlink(turn *t)
+{
+    for (turn **pp = &active; *pp; pp = &(*pp)->next)
+        if (*pp == t) {
+            *pp = t->next;
+            nactive--;
+            return;
+        }
+}
+
+static void turn_free(turn *t)
+{
+    if (t->run)
+        agent_run_free(t->run);
+    agent_trace_free(t->trace);
+    json_decref(t->history);
+    free(t->content);
+    free(t);
+}
+
+/* ---------------------------------------------------------------- finish */
+
+static void finish_work(void *ud)
+{
+    turn *t = ud;
+    PGconn *c = app_db_acquire();
+    if (!c) {
+        tk_error("turn", "msg=\"could not store the end of a turn\" turn=%s", t->id);
+        return;
+    }
+    agent_trace_store(t->trace, c);
+    char steps[16], calls[16], in[24], out[24];
+    snprintf(steps, sizeof steps, "%d", t->steps);
+    snprintf(calls, sizeof calls, "%d", t->tool_calls);
+    snprintf(in, sizeof in, "%lld", (long long)t->in_tokens);
+    snprintf(out, sizeof out, "%lld", (long long)t->out_tokens);
+    const char *p[] = {t->id,  t->state, t->err_code[0] ? t->err_code : NULL,
+                       t->err[0] ? t->err : NULL, steps, calls, in, out, t->session_id};
+    tk_pg_exec(c,
+               "UPDATE turns SET state = $2, error_code = $3, error = $4, steps = $5, "
+               "tool_calls = $6, input_tokens = $7, output_tokens = $8, finished_at = now() "
+               "WHERE id = $1 AND state IN ('queued', 'running')",
+               8, p);
+    const char *q[] = {t->session_id};
+    tk_pg_exec(c, "UPDATE chat_sessions SET updated_at = now() WHERE id = $1", 1, q);
+    app_db_release(c);
+}
+
+static void finish_then(void *ud)
+{
+    turn *t = ud;
+    turn_unlink(t);
+    turn_free(t);
+}
+
+static void turn_end(turn *t, const char *state, const char *code, const char *msg)
+{
+    snprintf(t->state, sizeof t->state, "%s", state);
+    snprintf(t->err_code, sizeof t->err_code, "%s", code ? code : "");
+    snprintf(t->err, sizeof t->err, "%s", msg ? msg : "");
+    int64_t ms = tk_mono_ms() - t->t0_mono;
+    agent_span_attrs(t->root, tk_json_obj("state", json_string(state), "steps",
+                                          json_integer(t->steps), "tool_calls",
+                                          json_integer(t->tool_calls), "input_tokens",
+                                          json_integer(t->in_tokens), "output_tokens",
+                                          json_integer(t->out_tokens), NULL));
+    if (code && *code)
+        agent_span_attrs(t->root, tk_json_obj("error_code", json_string(code), "error",
+                                              json_string(msg ? msg : ""), NULL));
+    agent_span_end(t->root, strcmp(state, "done") == 0        ? "ok"
+                            : strcmp(state, "cancelled") == 0 ? "cancelled"
+                                                              : "error");
+    json_t *ev = tk_json_obj("state", json_string(state), "steps", json_integer(t->steps),
+                             "tool_calls", json_integer(t->tool_calls), "input_tokens",
+                             json_integer(t->in_tokens), "output_tokens",
+                             json_integer(t->out_tokens), "duration_ms", json_integer(ms), NULL);
+    if (code && *code) {
+        json_object_set_new(ev, "error_code", json_string(code));
+        json_object_set_new(ev, "error", json_string(msg ? msg : ""));
+    }
+    agent_event_emit(t->session_id, t->id, "turn_end", ev);
+    tk_info("turn", "msg=\"turn ended\" turn=%s state=%s steps=%d tools=%d ms=%lld code=%s",
+            t->id, state, t->steps, t->tool_calls, (long long)ms, code && *code ? code : "-");
+    if (tk_workpool_submit_then(agent_db_pool(), agent_loop(), finish_work, finish_then, t) !=
+        TK_OK) {
+        finish_work(t); /* the pool is stopping: do it here */
+        finish_then(t);
+    }
+}
+
+static void run_done(void *ud, agent_run *run)
+{
+    turn *t = ud;
+    t->steps = agent_run_steps(run);
+    t->tool_calls = agent_run_tool_calls(run);
+    t->in_tokens = agent_run_input_tokens(run);
+    t->out_tokens = agent_run_output_tokens(run);
+    turn_end(t, agent_run_state(run), agent_run_error_code(run), agent_run_error(run));
+}
+
+/* ---------------------------------------------------------------- start */
+
+static void prepare_work(void *ud)
+{
+    turn *t = ud;
+    PGconn *c = app_db_acquire();
+    if (!c) {
+        t->prepare_failed = 1;
+        return;
+    }
+    const char *p[] = {t->id};
+    PGresult *r = tk_pg_query(c,
+                              "UPDATE turns SET state = 'running', started_at = now() WHERE id = "
+                              "$1 AND state = 'queued' RETURNING 1",
+                              1, p);
+    if (!tk_pg_ok(r))
+        t->prepare_failed = 1;
+    else if (PQntuples(r) != 1)
+        t->skip = 1;
+    PQclear(r);
+    if (!t->skip && !t->prepare_failed) {
+        t->history = agent_history_load(c, t->session_id, AGENT_HISTORY_MAX);
+        if (!t->history)
+            t->prepare_failed = 1;
+    }
+    app_db_release(c);
+}
+
+static void prepare_then(void *ud)
+{
+    turn *t = ud;
+    if (t->skip) {
+        turn_unlink(t);
+        turn_free(t);
+        return;
+    }
+    t->trace = agent_trace_new(t->id);
+    t->root = agent_span_begin(t->trace, NULL, "turn", "turn");
+    agent_span_attrs(t->root, tk_json_obj("model", json_string(t->model->id), "session_id",
+                                          json_string(t->session_id), NULL));
+    agent_event_emit(t->session_id, t->id, "turn_start",
+                     tk_json_obj("model", json_string(t->model->id), "message_id",
+                                 json_string(t->message_id), "content",
+                                 json_string(t->content ? t->content : ""), NULL));
+    if (t->prepare_failed) {
+        agent_event_emit(t->session_id, t->id, "error",
+                         tk_json_obj("code", json_string("DB_UNAVAILABLE"), "message",
+                                     json_string("the conversation could not be loaded"), NULL));
+        turn_end(t, "failed", "DB_UNAVAILABLE", "the conversation could not be loaded");
+        return;
+    }
+    if (t->cancel_requested) {
+        turn_end(t, "cancelled", t->cancel_code, t->cancel_msg);
+        return;
+    }
+    const app_settings *s = app_get()->cfg;
+    agent_run_cfg cfg = {.session_id = t->session_id,
+                         .user_id = t->user_id,
+                         .turn_id = t->id,
+                         .model = t->model,
+                         .system = app_get()->system_prompt,
+                         .messages = t->history,
+                         .max_steps = (int)s->step_budget,
+                         .deadline_mono_ms = t->t0_mono + s->turn_timeout_ms,
+                         .trace = t->trace,
+                         .parent_span = agent_span_id(t->root),
+                         .persist = 1,
+                         .on_done = run_done,
+                         .ud = t};
+    t->history = NULL; /* owned by the run */
+    t->run = agent_run_start(&cfg);
+}
+
+struct start_msg {
+    turn *t;
+};
+
+static void start_on_loop(void *ud)
+{
+    turn *t = ud;
+    t->t0_mono = tk_mono_ms();
+    t->next = active;
+    active = t;
+    nactive++;
+    if (tk_workpool_submit_then(agent_db_pool(), agent_loop(), prepare_work, prepare_then, t) !=
+        TK_OK) {
+        t->prepare_failed = 1;
+        prepare_then(t);
+    }
+}
+
+/* ---------------------------------------------------------------- cancel */
+
+struct cancel_msg {
+    char turn_id[TK_UUID_LEN];
+    char session_id[TK_UUID_LEN];
+    char code[32];
+    char msg[200];
+};
+
+static void cancel_on_loop(void *ud)
+{
+    struct cancel_msg *m = ud;
+    for (turn *t = active; t; t = t->next) {
+        if ((m->turn_id[0] && strcmp(t->id, m->turn_id) == 0) ||
+            (m->session_id[0] && strcmp(t->session_id, m->session_id) == 0)) {
+            if (t->run) {
+                agent_run_cancel(t->run, m->code, m->msg);
+            } else if (!t->cancel_requested) {
+                t->cancel_requested = 1;
+                snprintf(t->cancel_code, sizeof t->cancel_code, "%s", m->code);
+                snprintf(t->cancel_msg, sizeof t->cancel_msg, "%s", m->msg);
+            }
+        }
+    }
+    free(m);
+}
+
+void agent_turn_cancel_local(const char *turn_id, const char *session_id, const char *code,
+                             const char *msg)
+{
+    struct cancel_msg *m = tk_calloc(1, sizeof *m);
+    snprintf(m->turn_id, sizeof m->turn_id, "%s", turn_id ? turn_id : "");
+    snprintf(m->session_id, sizeof m->session_id, "%s", session_id ? session_id : "");
+    snprintf(m->code, sizeof m->code, "%s", code);
+    snprintf(m->msg, sizeof m->msg, "%s", msg);
+    tk_evloop_post(agent_loop(), cancel_on_loop, m);
+}
+
+static void shutdown_on_loop(void *ud)
+{
+    for (turn *t = active; t; t = t->next) {
+        if (t->run)
+            agent_run_cancel(t->run, "SHUTDOWN", "the server is shutting down");
+        else if (!t->cancel_requested) {
+            t->cancel_requested = 1;
+            snprintf(t->cancel_code, sizeof t->cancel_code, "SHUTDOWN");
+            snprintf(t->cancel_msg, sizeof t->cancel_msg, "the server is shutting down");
+        }
+    }
+}
+
+void agent_turns_cancel_all(void)
+{
+    tk_evloop_post(agent_loop(), shutdown_on_loop, NULL);
+}
+
+/* The cross-instance cancel: NOTIFY tusko_cancel '<turn id>'. */
+void agent_turn_on_cancel_notify(const char *channel, const char *payload, void *ud)
+{
+    if (tk_uuid_valid(payload))
+        agent_turn_cancel_local(payload, NULL, "CANCELLED", "cancelled by the user");
+}
+
+/* ---------------------------------------------------------------- routes */
+
+static void h_post_message(tk_req *r, void *ud)
+{
+    const app_user *u = app_req_user(r);
+    json_t *body = tk_req_json(r, 0);
+    if (!body)
+        return;
+    if (!json_is_object(body)) {
+        tk_respond_error(r, 400, "INVALID_REQUEST", "the body must be a JSON object");
+        return;
+    }
+    json_t *jc = json_object_get(body, "content");
+    if (!json_is_string(jc)) {
+        tk_respond_error(r, 400, "INVALID_REQUEST", "\"content\" (a string) is required");
+        return;
+    }
+    const char *content = json_string_value(jc);
+    size_t clen = json_string_length(jc);
+    long chars = app_utf8_chars(content, clen);
+    if (chars < 1 || chars > CONTENT_MAX_CHARS || memchr(content, 0, clen)) {
+        tk_respond_error(r, 400, "INVALID_REQUEST", "\"content\" must be 1 to %d characters",
+                         CONTENT_MAX_CHARS);
+        return;
+    }
+    json_t *jm = json_object_get(body, "model");
+    if (jm && !json_is_null(jm) && !json_is_string(jm)) {
+        tk_respond_error(r, 400, "MODEL_NOT_ALLOWED", "\"model\" must be one of GET /api/models");
+        return;
+    }
+    /* the chat rate limit, shared by every instance */
+    int retry = 0;
+    tk_status st = app_ratelimit_take(u->id, &retry);
+    if (st == TK_EDENIED) {
+        app_ratelimit_respond(r, retry);
+        return;
+    }
+    if (st != TK_OK) {
+        app_respond_db_unavailable(r);
+        return;
+    }
+    /* the allowlist: a named model outside it reaches no provider */
+    const app_model *model = NULL;
+    if (jm && json_is_string(jm)) {
+        model = json_string_length(jm) ? app_models_find(json_string_value(jm)) : NULL;
+        if (!model) {
+            tk_respond_error(r, 400, "MODEL_NOT_ALLOWED",
+                             "the model \"%s\" is not allowed here (see GET /api/models)",
+                             json_string_value(jm));
+            return;
+        }
+    }
+    PGconn *c = app_db_acquire();
+    if (!c) {
+        app_respond_db_unavailable(r);
+        return;
+    }
+    const char *sid = app_req_session(r, c);
+    if (!sid) {
+        app_db_release(c);
+        return;
+    }
+    if (!model) {
+        const char *p[] = {sid};
+        PGresult *res = tk_pg_query(c, "SELECT model FROM chat_sessions WHERE id = $1", 1, p);
+        if (tk_pg_ok(res) && PQntuples(res) == 1 && !PQgetisnull(res, 0, 0))
+            model = app_models_find(PQgetvalue(res, 0, 0));
+        PQclear(res);
+        if (!model)
+            model = app_models_default();
+        if (!model) {
+            app_db_release(c);
+            tk_respond_error(r, 503, "NO_MODELS",
+                             "no model is allowed on this server (TUSKO_MODELS is empty)");
+            return;
+        }
+    }
+    turn *t = tk_calloc(1, sizeof *t);
+    tk_uuid7(t->id);
+    snprintf(t->session_id, sizeof t->session_id, "%s", sid);
+    snprintf(t->user_id, sizeof t->user_id, "%s", u->id);
+    t->model = model;
+    t->content = tk_strdup(content);
+    tk_uuid7(t->message_id);
+    int ok = 0, busy = 0;
+    char busy_turn[TK_UUID_LEN] = "";
+    if (tk_pg_exec(c, "BEGIN", 0, NULL) == TK_OK) {
+        const char *pm[] = {t->message_id, sid, content, t->id};
+        const char *pt[] = {t->id, sid, u->id, model->id, agent_instance_id(), t->message_id};
+        PGresult *res = NULL;
+        if (tk_pg_exec(c,
+                       "INSERT INTO messages (id, session_id, role, content, turn_id, step) "
+                       "VALUES ($1, $2, 'user', $3, $4, 0)",
+                       4, pm) == TK_OK) {
+            res = tk_pg_query(c,
+                              "INSERT INTO turns (id, session_id, user_id, model, instance_id, "
+                              "user_message_id) VALUES ($1, $2, $3, $4, $5, $6)",
+                              6, pt);
+            if (tk_pg_ok(res))
+                ok = 1;
+            else if (strcmp(tk_pg_sqlstate(res), "23505") == 0)
+                busy = 1;
+        }
+        PQclear(res);
+        if (ok)
+            ok = tk_pg_exec(c, "COMMIT", 0, NULL) == TK_OK;
+        else
+            tk_pg_exec(c, "ROLLBACK", 0, NULL);
+    }
+    if (busy) {
+        const char *p[] = {sid};
+        PGresult *res = tk_pg_query(c,
+                                    "SELECT id FROM turns WHERE session_id = $1 AND state IN "
+                                    "('queued', 'running')",
+                                    1, p);
+        if (tk_pg_ok(res) && PQntuples(res) == 1)
+            snprintf(busy_turn, sizeof busy_turn, "%s", PQgetvalue(res, 0, 0));
+        PQclear(res);
+    }
+    app_db_release(c);
+    if (busy) {
+        turn_free(t);
+        tk_respond_json(r, 409,
+                        tk_json_obj("code", json_string("TURN_IN_PROGRESS"), "message",
+                                    json_string("this chat is still answering; wait for the turn "
+                                                "to end or cancel it"),
+                                    "turn_id", busy_turn[0] ? json_string(busy_turn) : json_null(),
+                                    NULL));
+        return;
+    }
+    if (!ok) {
+        turn_free(t);
+        app_respond_db_unavailable(r);
+        return;
+    }
+    json_t *resp = tk_json_obj("turn_id", json_string(t->id), "message_id",
+                               json_string(t->message_id), "session_id", json_string(sid),
+                               "model", json_string(model->id), "state", json_string("queued"),
+                               NULL);
+    char loc[96];
+    snprintf(loc, sizeof loc, "/api/turns/%s/trace", t->id);
+    tk_respond_header(r, "Location", loc);
+    tk_respond_json(r, 202, resp);
+    tk_evloop_post(agent_loop(), start_on_loop, t);
+}
+
+static void h_cancel(tk_req *r, void *ud)
+{
+    PGconn *c = app_db_acquire();
+    if (!c) {
+        app_respond_db_unavailable(r);
+        return;
+    }
+    const char *sid = app_req_session(r, c);
+    if (!sid) {
+        app_db_release(c);
+        return;
+    }
+    const char *p[] = {sid};
+    PGresult *res = tk_pg_query(c,
+                                "SELECT id, instance_id FROM turns WHERE session_id = $1 AND state "
+                                "IN ('queued', 'running')",
+                                1, p);
+    if (!tk_pg_ok(res)) {
+        PQclear(res);
+        app_db_release(c);
+        app_respond_db_unavailable(r);
+        return;
+    }
+    if (PQntuples(res) == 0) {
+        PQclear(res);
+        app_db_release(c);
+        tk_respond_json(r, 200, tk_json_obj("cancelled", json_false(), "turn_id", json_null(),
+                                            "message", json_string("no turn is running"), NULL));
+        return;
+    }
+    char tid[TK_UUID_LEN], inst[TK_UUID_LEN];
+    snprintf(tid, sizeof tid, "%s", PQgetvalue(res, 0, 0));
+    snprintf(inst, sizeof inst, "%s", PQgetvalue(res, 0, 1));
+    PQclear(res);
+    if (strcmp(inst, agent_instance_id()) == 0) {
+        agent_turn_cancel_local(tid, NULL, "CANCELLED", "cancelled by the user");
+    } else {
+        const char *q[] = {tid};
+        tk_pg_exec(c, "SELECT pg_notify('tusko_cancel', $1)", 1, q);
+    }
+    app_db_release(c);
+    tk_respond_json(r, 202, tk_json_obj("cancelled", json_true(), "turn_id", json_string(tid),
+                                        NULL));
+}
+
+const tk_route agent_turn_routes[] = {
+    {"POST", "/api/sessions/{id}/messages", h_post_message, NULL, TK_ROUTE_BLOCKING, 1 << 20},
+    {"POST", "/api/sessions/{id}/cancel", h_cancel, NULL, TK_ROUTE_BLOCKING},
+};
+const size_t agent_turn_nroutes = TK_ARRAY_LEN(agent_turn_routes);
+
+/* ---------------------------------------------------------------- recovery */
+
+/* Appends events on c (the LISTEN connection) and lets every instance know. */
+static void append_events_direct(PGconn *c, const char *sid, const char *tid, const char *t1,
+                                 json_t *d1, const char *t2, json_t *d2)
+{
+    char at[40];
+    tk_time_rfc3339(tk_now_ms(), at, sizeof at);
+    json_t *ds[2] = {d1, d2};
+    const char *ts[2] = {t1, t2};
+    char *s[2];
+    for (int i = 0; i < 2; i++) {
+        json_object_set_new(ds[i], "type", json_string(ts[i]));
+        json_object_set_new(ds[i], "turn_id", json_string(tid));
+        json_object_set_new(ds[i], "at", json_string(at));
+        s[i] = tk_json_dumps(ds[i]);
+        json_decref(ds[i]);
+    }
+    json_t *sids = json_pack("[s,s]", sid, sid), *tids = json_pack("[s,s]", tid, tid),
+           *types = json_pack("[s,s]", t1, t2), *datas = json_pack("[s,s]", s[0], s[1]);
+    char *a = tk_json_dumps(sids), *b = tk_json_dumps(tids), *cc = tk_json_dumps(types),
+         *d = tk_json_dumps(datas);
+    const char *p[] = {a, b, cc, d};
+    PGresult *r = tk_pg_query(
+        c,
+        "SELECT session_id, last_seq FROM tusko_events_append("
+        "ARRAY(SELECT jsonb_array_elements_text($1::jsonb))::uuid[], "
+        "ARRAY(SELECT jsonb_array_elements_text($2::jsonb))::uuid[], "
+        "ARRAY(SELECT jsonb_array_elements_text($3::jsonb)), "
+        "ARRAY(SELECT jsonb_array_elements_text($4::jsonb)))",
+        4, p);
+    if (tk_pg_ok(r) && PQntuples(r) == 1) {
+        /* the nil instance: every instance (this one too) fetches it */
+        char payload[128];
+        snprintf(payload, sizeof payload, "00000000-0000-0000-0000-000000000000|%s:%s", sid,
+                 PQgetvalue(r, 0, 1));
+        const char *q[] = {payload};
+        tk_pg_exec(c, "SELECT pg_notify('tusko_events', $1)", 1, q);
+    }
+    PQclear(r);
+    free(a);
+    free(b);
+    free(cc);
+    free(d);
+    json_decref(sids);
+    json_decref(tids);
+    json_decref(types);
+    json_decref(datas);
+    free(s[0]);
+    free(s[1]);
+}
+
+static void recover_turn(PGconn *c, const char *tid, const char *sid)
+{
+    const char *p[] = {tid};
+    if (tk_pg_exec(c, "BEGIN", 0, NULL) != TK_OK)
+        return;
+    PGresult *r = tk_pg_query(c,
+                              "SELECT state FROM turns WHERE id = $1 AND state IN ('queued', "
+                              "'running') FOR UPDATE",
+                              1, p);
+    int live = tk_pg_ok(r) && PQntuples(r) == 1;
+    PQclear(r);
+    if (!live) {
+        tk_pg_exec(c, "ROLLBACK", 0, NULL);
+        return;
+    }
+    /* keep what was streamed after the last stored answer */
+    r = tk_pg_query(
+        c,
+        "WITH last AS (SELECT coalesce(max(step), 0) AS s FROM messages WHERE turn_id = $1 AND "
+        "role = 'assistant'), txt AS (SELECT (data->>'step')::int AS step, string_agg(data->>"
+        "'delta', '' ORDER BY seq) AS t FROM events, last WHERE turn_id = $1 AND type = 'text' "
+        "AND (data->>'step')::int > last.s GROUP BY 1 ORDER BY 1 DESC LIMIT 1) "
+        "SELECT step, t FROM txt",
+        1, p);
+    if (tk_pg_ok(r) && PQntuples(r) == 1 && PQgetlength(r, 0, 1) > 0) {
+        char id[TK_UUID_LEN];
+        tk_uuid7(id);
+        const char *q[] = {id, sid, PQgetvalue(r, 0, 1), tid, PQgetvalue(r, 0, 0)};
+        tk_pg_exec(c,
+                   "INSERT INTO messages (id, session_id, role, content, turn_id, step, partial) "
+                   "VALUES ($1, $2, 'assistant', $3, $4, $5::int, true)",
+                   5, q);
+    }
+    PQclear(r);
+    const char *msg = "the server stopped during this turn; what was streamed before is kept";
+    const char *u[] = {tid, msg};
+    tk_pg_exec(c,
+               "UPDATE turns SET state = 'failed', error_code = 'INTERRUPTED', error = $2, "
+               "finished_at = now() WHERE id = $1",
+               2, u);
+    append_events_direct(c, sid, tid, "error",
+                         tk_json_obj("code", json_string("INTERRUPTED"), "message",
+                                     json_string(msg), NULL),
+                         "turn_end",
+                         tk_json_obj("state", json_string("failed"), "error_code",
+                                     json_string("INTERRUPTED"), "error", json_string(msg), NULL));
+    tk_pg_exec(c, "COMMIT", 0, NULL);
+    tk_warn("turn", "msg=\"interrupted turn marked failed\" turn=%s session=%s", tid, sid);
+}
+
+/* Every ~10 s on the LISTEN connection: turns left queued or running by an
+ * instance that no longer holds its advisory lock (it died) are failed. */
+void agent_turns_recover(PGconn *c, void *ud)
+{
+    const char *me[] = {agent_instance_id()};
+    PGresult *r = tk_pg_query(c,
+                              "SELECT DISTINCT instance_id FROM turns WHERE state IN ('queued', "
+                              "'running') AND instance_id <> $1",
+                              1, me);
+    if (!tk_pg_ok(r)) {
+        PQclear(r);
+        return;
+    }
+    for (int i = 0; i < PQntuples(r); i++) {
+        const char *inst = PQgetvalue(r, i, 0);
+        const char *p[] = {inst};
+        PGresult *l = tk_pg_query(c, "SELECT pg_try_advisory_lock(" AGENT_INSTANCE_LOCK_SQL ")",
+                                  1, p);
+        int dead = tk_pg_ok(l) && strcmp(PQgetvalue(l, 0, 0), "t") == 0;
+        PQclear(l);
+        if (!dead)
+            continue;
+        PGresult *t = tk_pg_query(c,
+                                  "SELECT id, session_id FROM turns WHERE instance_id = $1 AND "
+                                  "state IN ('queued', 'running')",
+                                  1, p);
+        for (int k = 0; tk_pg_ok(t) && k < PQntuples(t); k++)
+            recover_turn(c, PQgetvalue(t, k, 0), PQgetvalue(t, k, 1));
+        PQclear(t);
+        PGresult *u = tk_pg_query(c, "SELECT pg_advisory_unlock(" AGENT_INSTANCE_LOCK_SQL ")", 1,
+                                  p);
+        PQclear(u);
+    }
+    PQclear(r);
+}
