@@ -56,7 +56,7 @@ tk_status app_ratelimit_take(const char *user_id, int *retry_after_s)
     if (!c)
         return TK_ERROR;
     char key[80];
-    snprintf(key, sizeof key, "chat:%s", user_id);
+    snprintf(key, sizeof key, APP_CHAT_RATE_KEY "%s", user_id);
     int64_t ms = 0;
     tk_status st = app_ratelimit_take_key(c, key, app_get()->cfg->chat_rate_limit_max,
                                           APP_CHAT_WINDOW_MS, &ms);

@@ -24,6 +24,9 @@
 #include "lib/httpd.h"
 
 #define APP_CHAT_WINDOW_MS 60000
+/* The chat limit's key: APP_CHAT_RATE_KEY followed by the user id (the agent's
+ * one-round-trip turn creation takes from the same key in SQL). */
+#define APP_CHAT_RATE_KEY "chat:"
 
 /* One chat request for user_id: TK_OK (allowed, counted), TK_EDENIED (over
  * CHAT_RATE_LIMIT_MAX in the last minute; *retry_after_s is how long until one

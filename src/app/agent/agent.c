@@ -3,6 +3,7 @@
 #include "app/agent/agent.h"
 
 #include <pthread.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,9 +53,15 @@ static void sweep_work(void *ud)
     sweep_running = 0;
 }
 
+static int64_t next_events_sweep_ms;
+
 static void on_tick(PGconn *c, void *ud)
 {
     agent_turns_recover(c, ud);
+    if (tk_mono_ms() >= next_events_sweep_ms) {
+        next_events_sweep_ms = tk_mono_ms() + 3600 * 1000;
+        tk_pg_exec(c, "SELECT tusko_events_sweep()", 0, NULL);
+    }
     int64_t now = tk_mono_ms();
     if (sbx_configured() && !sweep_running && now >= next_sweep_ms && tool_pool) {
         next_sweep_ms = now + 60000;
@@ -69,12 +76,30 @@ static void on_tick(PGconn *c, void *ud)
 static void on_session_deleted(const char *session_id, const char *user_id, void *ud)
 {
     agent_turn_cancel_local(NULL, session_id, "CANCELLED", "the chat was deleted");
+    PGconn *c = app_db_acquire();
+    if (c) {
+        const char *p[] = {session_id};
+        tk_pg_exec(c, "SELECT tusko_session_events_delete($1)", 1, p);
+        app_db_release(c);
+    }
     sbx_release_session(session_id);
+}
+
+/* Every waiting turn holds a socket (and its SSE listener another): allow as
+ * many descriptors as the hard limit does. */
+static void raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
 }
 
 tk_status agent_init(char *err, size_t errlen)
 {
     const app_ctx *a = app_get();
+    raise_nofile();
     agent_lane_set_available(AGENT_LANE_FAST, 1);
     agent_lane_set_available(AGENT_LANE_SANDBOX, a->execution_enabled);
     agent_lane_set_available(AGENT_LANE_BROWSER, 0); /* a later issue */

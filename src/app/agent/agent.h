@@ -66,7 +66,7 @@ tk_status agent_init(char *err, size_t errlen);
 void agent_shutdown(void);
 
 tk_evloop *agent_loop(void);
-tk_httpm *agent_http(void);   /* the loop's non-blocking HTTP client */
+tk_httpm *agent_http(void); /* the loop's non-blocking HTTP client */
 tk_workpool *agent_db_pool(void);
 tk_workpool *agent_tool_pool(void);
 
@@ -80,15 +80,15 @@ typedef struct agent_run agent_run;
 typedef struct {
     const char *session_id, *user_id, *turn_id;
     const app_model *model;
-    const char *system;         /* capped at APP_SYSTEM_PROMPT_MAX characters */
-    json_t *messages;           /* the conversation so far (stolen) */
-    const char *const *tools;   /* allowed tool names (NULL-terminated), NULL: all available */
-    int max_steps;              /* model calls at most */
-    int64_t deadline_mono_ms;   /* 0: none */
-    agent_trace *trace;         /* borrowed; outlives the run */
-    const char *parent_span;    /* NULL: top level of the turn */
-    const char *label;          /* NULL for the turn itself; e.g. "researcher" */
-    int persist;                /* store each message in the chat (the turn's own run) */
+    const char *system;       /* capped at APP_SYSTEM_PROMPT_MAX characters */
+    json_t *messages;         /* the conversation so far (stolen) */
+    const char *const *tools; /* allowed tool names (NULL-terminated), NULL: all available */
+    int max_steps;            /* model calls at most */
+    int64_t deadline_mono_ms; /* 0: none */
+    agent_trace *trace;       /* borrowed; outlives the run */
+    const char *parent_span;  /* NULL: top level of the turn */
+    const char *label;        /* NULL for the turn itself; e.g. "researcher" */
+    int persist;              /* store each message in the chat (the turn's own run) */
     void (*on_done)(void *ud, agent_run *run); /* loop thread */
     void *ud;
 } agent_run_cfg;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "app/app.h"
@@ -22,11 +23,15 @@
 #include "lib/tktime.h"
 
 #define BATCH_MAX_EVENTS 4000
+/* Group commit: a small batch waits this long for company (fewer, larger
+ * inserts; adjacent text deltas of a turn merge), unless BATCH_FULL arrive. */
+#define BATCH_WAIT_MS   20
+#define BATCH_FULL      4000
 #define BATCH_MAX_BYTES (4u << 20)
-#define QUEUE_WARN 200000
-#define PEND_MAX 20000
-#define REPLAY_PAGE 500 /* the LIMIT in replay() */
-#define NOTIFY_CHUNK 7800
+#define QUEUE_WARN      200000
+#define PEND_MAX        20000
+#define REPLAY_PAGE     500 /* the LIMIT in replay() */
+#define NOTIFY_CHUNK    7800
 
 /* ---------------------------------------------------------------- queue */
 
@@ -35,8 +40,8 @@ struct ev_item {
     char tid[TK_UUID_LEN]; /* "" for none */
     char type[32];
     int step;
-    json_t *data;   /* NULL for text items */
-    tk_buf text;    /* text items: the delta(s) */
+    json_t *data; /* NULL for text items */
+    tk_buf text;  /* text items: the delta(s) */
     int is_text;
     struct ev_item *next;
 };
@@ -73,10 +78,13 @@ static void enqueue(struct ev_item *it)
     Q.tail = it;
     Q.n++;
     Q.queued++;
+    /* the writer waits for the first event, then (group commit) for a full
+     * batch or its time-out: no wake-up needed for the others */
+    if (Q.n == 1 || Q.n == BATCH_FULL)
+        pthread_cond_signal(&Q.cond);
     if (Q.n == QUEUE_WARN)
         tk_warn("events", "msg=\"event queue is long: the database is not keeping up\" queued=%zu",
                 Q.n);
-    pthread_cond_signal(&Q.cond);
     pthread_mutex_unlock(&Q.lock);
 }
 
@@ -144,10 +152,10 @@ struct sub {
     char sid[TK_UUID_LEN];
     tk_stream *stream;
     int64_t last_seq;
-    int live;    /* the replay is done: deliver directly */
-    int dead;    /* the stream has gone (or was ended by us) */
-    int ended;   /* we called tk_stream_close */
-    int gap;     /* an event was missed: fetch from the database */
+    int live;      /* the replay is done: deliver directly */
+    int dead;      /* the stream has gone (or was ended by us) */
+    int ended;     /* we called tk_stream_close */
+    int gap;       /* an event was missed: fetch from the database */
     int replaying; /* the SSE handler still owns the producer side of the stream */
     int refs;
     struct pend *ph, *pt;
@@ -216,18 +224,13 @@ static void wake_listener(void)
     }
 }
 
-/* Delivers one stored event to a live subscriber, in order only. Under hub_lock. */
+/* Delivers one stored event to a live subscriber; events of a session come in
+ * increasing seq (one writer per session), so anything not newer than what the
+ * listener has is a repeat and skipped. Under hub_lock. */
 static void sub_deliver_locked(struct sub *s, int64_t seq, const char *frame, size_t len)
 {
     if (s->dead || seq <= s->last_seq)
         return;
-    if (seq != s->last_seq + 1) {
-        if (!s->gap) {
-            s->gap = 1;
-            wake_listener();
-        }
-        return;
-    }
     tk_status st = tk_stream_try_write(s->stream, frame, len);
     if (st == TK_OK) {
         s->last_seq = seq;
@@ -312,7 +315,7 @@ static int64_t replay(PGconn *c, const char *sid, int64_t after, tk_stream *stre
         snprintf(a, sizeof a, "%lld", (long long)after);
         const char *p[] = {sid, a};
         PGresult *r = tk_pg_query(c,
-                                  "SELECT seq, type, data::text FROM events WHERE session_id = $1 "
+                                  "SELECT seq, type, data FROM events WHERE session_id = $1 "
                                   "AND seq > $2 ORDER BY seq LIMIT 500",
                                   2, p);
         if (!tk_pg_ok(r)) {
@@ -360,18 +363,53 @@ static void pg_array_elem(tk_buf *b, const char *s, int first)
         return;
     }
     tk_buf_append_byte(b, '"');
-    for (const char *p = s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            tk_buf_append_byte(b, '\\');
-        tk_buf_append_byte(b, *p);
+    const char *p = s;
+    for (;;) {
+        size_t n = strcspn(p, "\"\\");
+        tk_buf_append(b, p, n);
+        p += n;
+        if (!*p)
+            break;
+        tk_buf_append_byte(b, '\\');
+        tk_buf_append_byte(b, *p++);
     }
     tk_buf_append_byte(b, '"');
 }
 
+/* sid -> last batch index, for one batch (open addressing; at most
+ * BATCH_MAX_EVENTS keys in 2x slots). */
+#define SIDMAP_SLOTS (BATCH_MAX_EVENTS * 2)
+static struct {
+    const char *sid;
+    size_t idx;
+} sidmap[SIDMAP_SLOTS];
+
+static unsigned sid_hash(const char *sid)
+{
+    unsigned h = 2166136261u;
+    for (const char *p = sid; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    return h;
+}
+
+static void sidmap_clear(void)
+{
+    memset(sidmap, 0, sizeof sidmap);
+}
+
+/* The slot of sid (empty when absent). */
+static size_t sidmap_slot(const char *sid)
+{
+    size_t i = sid_hash(sid) % SIDMAP_SLOTS;
+    while (sidmap[i].sid && strcmp(sidmap[i].sid, sid) != 0)
+        i = (i + 1) % SIDMAP_SLOTS;
+    return i;
+}
+
 struct batch_ev {
     struct ev_item *it;
-    char *json;   /* serialised data */
-    int64_t seq;  /* assigned after the insert */
+    char *json;  /* serialised data */
+    int64_t seq; /* assigned after the insert */
 };
 
 static PGconn *writer_conn;
@@ -388,9 +426,64 @@ static PGconn *connect_db(const char *what)
     return c;
 }
 
+/* Appends s as a JSON string (quoted, escaped). */
+static void json_quote(tk_buf *b, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    tk_buf_append_byte(b, '"');
+    size_t run = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            run++;
+            continue;
+        }
+        tk_buf_append(b, s + i - run, run);
+        run = 0;
+        switch (c) {
+        case '"':
+            tk_buf_append(b, "\\\"", 2);
+            break;
+        case '\\':
+            tk_buf_append(b, "\\\\", 2);
+            break;
+        case '\n':
+            tk_buf_append(b, "\\n", 2);
+            break;
+        case '\r':
+            tk_buf_append(b, "\\r", 2);
+            break;
+        case '\t':
+            tk_buf_append(b, "\\t", 2);
+            break;
+        default: {
+            char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            tk_buf_append(b, e, 6);
+        }
+        }
+    }
+    tk_buf_append(b, s + n - run, run);
+    tk_buf_append_byte(b, '"');
+}
+
 /* Serialises an item's data (text items become {"delta": ...}). */
 static char *item_json(struct ev_item *it)
 {
+    if (it->is_text) {
+        /* the hottest event: formatted by hand (the text is valid UTF-8, it
+         * came out of a JSON parser) */
+        char at[40];
+        tk_time_rfc3339(tk_now_ms(), at, sizeof at);
+        tk_buf b;
+        tk_buf_init(&b, it->text.len * 6 + 256);
+        tk_buf_printf(&b,
+                      "{\"type\": \"text\", \"turn_id\": \"%s\", \"at\": \"%s\", \"step\": %d, "
+                      "\"delta\": ",
+                      it->tid, at, it->step);
+        json_quote(&b, it->text.data ? it->text.data : "", it->text.len);
+        tk_buf_append_byte(&b, '}');
+        return tk_buf_steal(&b, NULL);
+    }
     json_t *d = it->is_text ? json_object() : json_incref(it->data);
     json_object_set_new(d, "type", json_string(it->type));
     json_object_set_new(d, "turn_id", it->tid[0] ? json_string(it->tid) : json_null());
@@ -399,8 +492,8 @@ static char *item_json(struct ev_item *it)
     json_object_set_new(d, "at", json_string(at));
     if (it->is_text) {
         json_object_set_new(d, "step", json_integer(it->step));
-        json_object_set_new(d, "delta", json_stringn(it->text.data ? it->text.data : "",
-                                                     it->text.len));
+        json_object_set_new(d, "delta",
+                            json_stringn(it->text.data ? it->text.data : "", it->text.len));
     }
     char *s = json_dumps(d, JSON_COMPACT);
     json_decref(d);
@@ -432,28 +525,23 @@ static tk_status store_batch(PGconn *c, struct batch_ev *ev, size_t n)
     const char *p[] = {tk_buf_cstr(&sids), tk_buf_cstr(&tids), tk_buf_cstr(&types),
                        tk_buf_cstr(&datas)};
     PGresult *r = tk_pg_query(c,
-                              "SELECT session_id, last_seq, n FROM tusko_events_append($1::uuid[], "
-                              "$2::uuid[], $3::text[], $4::text[])",
+                              "SELECT ord, seq FROM tusko_events_append($1::uuid[], $2::uuid[], "
+                              "$3::text[], $4::text[])",
                               4, p);
     tk_buf_free(&sids);
     tk_buf_free(&tids);
     tk_buf_free(&types);
     tk_buf_free(&datas);
-    if (!tk_pg_ok(r)) {
+    if (!tk_pg_ok(r) || (size_t)PQntuples(r) != n) {
         PQclear(r);
         return TK_ERROR;
     }
-    /* the k-th event of a session in this batch is last_seq - n + k */
-    int rows = PQntuples(r);
-    for (int i = 0; i < rows; i++) {
-        const char *sid = PQgetvalue(r, i, 0);
-        int64_t last = 0, cnt = 0;
-        tk_parse_i64(PQgetvalue(r, i, 1), 0, INT64_MAX, &last);
-        tk_parse_i64(PQgetvalue(r, i, 2), 0, INT64_MAX, &cnt);
-        int64_t next = last - cnt + 1;
-        for (size_t k = 0; k < n; k++)
-            if (ev[k].seq == 0 && strcmp(ev[k].it->sid, sid) == 0)
-                ev[k].seq = next++;
+    for (int i = 0; i < PQntuples(r); i++) {
+        int64_t ord = 0, seq = 0;
+        tk_parse_i64(PQgetvalue(r, i, 0), 1, (int64_t)n, &ord);
+        tk_parse_i64(PQgetvalue(r, i, 1), 1, INT64_MAX, &seq);
+        if (ord >= 1)
+            ev[ord - 1].seq = seq;
     }
     PQclear(r);
     return TK_OK;
@@ -470,14 +558,13 @@ static void notify_batch(PGconn *c, struct batch_ev *ev, size_t n)
     int first = 1;
     tk_buf_printf(&cur, "%s|", Q.instance);
     size_t base = cur.len;
+    /* only the last event of each session in the batch (build_batch's map
+     * holds each session's last entry) */
     for (size_t i = 0; i < n; i++) {
         if (ev[i].seq <= 0)
             continue;
-        /* only the last event of each session in the batch */
-        int later = 0;
-        for (size_t k = i + 1; k < n && !later; k++)
-            later = strcmp(ev[k].it->sid, ev[i].it->sid) == 0;
-        if (later)
+        size_t slot = sidmap_slot(ev[i].it->sid);
+        if (!sidmap[slot].sid || sidmap[slot].idx != i)
             continue;
         char pair[64];
         snprintf(pair, sizeof pair, "%s%s:%lld", cur.len > base ? "," : "", ev[i].it->sid,
@@ -507,19 +594,15 @@ static void notify_batch(PGconn *c, struct batch_ev *ev, size_t n)
 static size_t build_batch(struct ev_item *list, struct batch_ev *out, size_t max)
 {
     size_t n = 0;
+    sidmap_clear();
     for (struct ev_item *it = list; it;) {
         struct ev_item *next = it->next;
         it->next = NULL;
-        if (it->is_text && n > 0) {
+        size_t slot = sidmap_slot(it->sid);
+        if (it->is_text && sidmap[slot].sid) {
             /* the session's previous entry in this batch */
-            struct batch_ev *prev = NULL;
-            for (size_t k = n; k-- > 0;) {
-                if (strcmp(out[k].it->sid, it->sid) == 0) {
-                    prev = &out[k];
-                    break;
-                }
-            }
-            if (prev && prev->it->is_text && strcmp(prev->it->tid, it->tid) == 0 &&
+            struct batch_ev *prev = &out[sidmap[slot].idx];
+            if (prev->it->is_text && strcmp(prev->it->tid, it->tid) == 0 &&
                 prev->it->step == it->step &&
                 tk_buf_append(&prev->it->text, it->text.data, it->text.len) == TK_OK) {
                 item_free(it);
@@ -528,7 +611,10 @@ static size_t build_batch(struct ev_item *list, struct batch_ev *out, size_t max
             }
         }
         TK_ASSERT(n < max);
-        out[n++] = (struct batch_ev){.it = it};
+        out[n] = (struct batch_ev){.it = it};
+        sidmap[slot].sid = it->sid;
+        sidmap[slot].idx = n;
+        n++;
         it = next;
     }
     for (size_t i = 0; i < n; i++)
@@ -547,6 +633,18 @@ static void *writer_main(void *arg)
         if (!Q.head && Q.stopping) {
             pthread_mutex_unlock(&Q.lock);
             break;
+        }
+        if (Q.n < BATCH_FULL && !Q.stopping) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += BATCH_WAIT_MS * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            while (Q.n < BATCH_FULL && !Q.stopping)
+                if (pthread_cond_timedwait(&Q.cond, &Q.lock, &ts) != 0)
+                    break;
         }
         /* take up to BATCH_MAX_EVENTS items */
         struct ev_item *list = Q.head, *last = Q.head;
@@ -710,7 +808,7 @@ static void on_events_notify(PGconn *c, const char *payload)
 static void catch_up_gaps(PGconn *c)
 {
     /* sessions with a listener that missed something */
-    char (*sids)[TK_UUID_LEN] = NULL;
+    char(*sids)[TK_UUID_LEN] = NULL;
     size_t n = 0, cap = 0;
     pthread_mutex_lock(&hub_lock);
     for (size_t b = 0; b < HUB_BUCKETS; b++)
@@ -899,15 +997,8 @@ static void h_events(tk_req *r, void *ud)
     if (last < 0)
         s->gap = 1;
     /* what arrived during the replay, in order */
-    for (struct pend *p = s->ph; p; p = p->next) {
-        if (p->seq <= s->last_seq)
-            continue;
-        if (p->seq != s->last_seq + 1) {
-            s->gap = 1;
-            break;
-        }
+    for (struct pend *p = s->ph; p; p = p->next)
         sub_deliver_locked(s, p->seq, p->frame, p->len);
-    }
     pend_clear(s);
     s->live = 1;
     s->replaying = 0;

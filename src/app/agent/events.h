@@ -9,11 +9,13 @@
  *                    tk_json_obj("call_id", json_string(id), "lane", json_string("fast"), NULL));
  *   agent_event_text(session_id, turn_id, step, delta, len);
  *
- * The writer thread takes what is queued, merges adjacent text deltas of a turn
- * (only when it is behind, so a quiet system streams every delta), appends the
+ * The writer thread takes what is queued (group commit: a small batch waits up
+ * to 20 ms for company), merges adjacent text deltas of a turn, appends the
  * batch in one statement (tusko_events_append), NOTIFYs, and only then delivers:
  * whatever a client saw is stored, so a reload replays exactly it and a resumed
- * stream (Last-Event-ID) neither skips nor repeats an event.
+ * stream (Last-Event-ID) neither skips nor repeats an event. Event numbers grow
+ * across all sessions (one sequence); a session's events are written by the one
+ * instance running its turn, in order.
  *
  * Every event's data is a JSON object {"type","turn_id","at",...payload}; the
  * SSE frame is "id: <seq>\nevent: <type>\ndata: <json>". Types are listed in
@@ -31,8 +33,7 @@
 #include "lib/httpd.h"
 
 /* Queues an event; steals data (an object; NULL means {}). turn_id may be NULL. */
-void agent_event_emit(const char *session_id, const char *turn_id, const char *type,
-                      json_t *data);
+void agent_event_emit(const char *session_id, const char *turn_id, const char *type, json_t *data);
 /* Queues a text delta of a turn's answer at a step. */
 void agent_event_text(const char *session_id, const char *turn_id, int step, const char *s,
                       size_t n);

@@ -124,8 +124,9 @@ tk_status agent_files_list(const char *user_id, const char *session_id, const ch
         }
         *out = tk_json_obj("path", json_string(p), "entries", entries, NULL);
     } else if (h.gone) {
-        snprintf(msg, msglen, "nothing here yet: this chat's workspace is gone (the sandbox was "
-                              "reaped); the next write or command starts a fresh one");
+        snprintf(msg, msglen,
+                 "nothing here yet: this chat's workspace is gone (the sandbox was "
+                 "reaped); the next write or command starts a fresh one");
         st = TK_ENOENT;
     }
     json_decref(list);
@@ -190,8 +191,9 @@ tk_status agent_files_preview(const char *user_id, const char *session_id, const
         json_object_set_new(o, "truncated", json_boolean(truncated));
         *out = o;
     } else if (h.gone) {
-        snprintf(msg, msglen, "nothing here yet: this chat's workspace is gone (the sandbox was "
-                              "reaped); the next write or command starts a fresh one");
+        snprintf(msg, msglen,
+                 "nothing here yet: this chat's workspace is gone (the sandbox was "
+                 "reaped); the next write or command starts a fresh one");
         st = TK_ENOENT;
     }
     json_decref(info);
@@ -308,8 +310,8 @@ static void h_download(tk_req *r, void *ud)
     sbx_handle_free(&h);
     if (st == TK_ETOOBIG) {
         tk_buf_free(&data);
-        tk_respond_error(r, 413, "TOO_LARGE", "the file is larger than %zu bytes (TUSKO_DOWNLOAD_MAX)",
-                         max);
+        tk_respond_error(r, 413, "TOO_LARGE",
+                         "the file is larger than %zu bytes (TUSKO_DOWNLOAD_MAX)", max);
         return;
     }
     if (st != TK_OK) {
@@ -366,9 +368,9 @@ static void h_download(tk_req *r, void *ud)
 /* Types served as themselves; anything else (HTML, SVG, scripts) as bytes. */
 static const char *safe_type(const char *t)
 {
-    static const char *ok[] = {"text/plain", "text/csv", "text/markdown", "application/json",
-                               "image/png", "image/jpeg", "image/gif", "image/webp",
-                               "application/pdf", "application/zip"};
+    static const char *ok[] = {
+        "text/plain", "text/csv",  "text/markdown", "application/json", "image/png",
+        "image/jpeg", "image/gif", "image/webp",    "application/pdf",  "application/zip"};
     for (size_t i = 0; i < TK_ARRAY_LEN(ok); i++)
         if (strcmp(t, ok[i]) == 0)
             return t;

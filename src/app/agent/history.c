@@ -1,5 +1,6 @@
 #include "app/agent/history.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,19 +98,13 @@ json_t *agent_history_load(PGconn *c, const char *session_id, size_t max)
 {
     char lim[24];
     snprintf(lim, sizeof lim, "%zu", max);
-    const char *p[] = {session_id, lim};
-    PGresult *r = tk_pg_query(
-        c,
-        "SELECT coalesce(jsonb_agg(jsonb_strip_nulls(jsonb_build_object('role', role, 'content', "
-        "content, 'tool_calls', tool_calls, 'tool_call_id', tool_call_id, 'is_error', "
-        "CASE WHEN is_error THEN true END)) ORDER BY seq), '[]')::text FROM (SELECT * FROM "
-        "messages WHERE session_id = $1 AND role <> 'system' ORDER BY seq DESC LIMIT $2) m",
-        2, p);
+    const char *p[] = {"", session_id, lim};
+    PGresult *r = tk_pg_query(c, "SELECT $1::text, " AGENT_HISTORY_SQL, 3, p);
     if (!tk_pg_ok(r)) {
         PQclear(r);
         return NULL;
     }
-    json_t *j = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
+    json_t *j = json_loads(PQgetvalue(r, 0, 1), 0, NULL);
     PQclear(r);
     return j;
 }

@@ -22,6 +22,14 @@
  * The order of what remains is unchanged. */
 json_t *agent_history_window(const json_t *msgs, size_t max);
 
+/* A select-list expression: the last $3 messages of chat session $2 as a JSON
+ * array text of neutral messages, oldest first. */
+#define AGENT_HISTORY_SQL                                                                          \
+    "(SELECT coalesce(jsonb_agg(jsonb_strip_nulls(jsonb_build_object('role', role, 'content', "    \
+    "content, 'tool_calls', tool_calls, 'tool_call_id', tool_call_id, 'is_error', CASE WHEN "      \
+    "is_error THEN true END)) ORDER BY seq), '[]')::text FROM (SELECT * FROM messages WHERE "      \
+    "session_id = $2 AND role <> 'system' ORDER BY seq DESC LIMIT $3::int) m)"
+
 /* Loads the last `max` messages of a chat session as neutral messages (blocking).
  * NULL on a database error. */
 json_t *agent_history_load(PGconn *c, const char *session_id, size_t max);

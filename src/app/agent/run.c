@@ -30,7 +30,7 @@ struct agent_call {
     char id[128];
     char name[72];
     int index;
-    json_t *args;  /* parsed arguments (an object), or NULL when invalid */
+    json_t *args; /* parsed arguments (an object), or NULL when invalid */
     char *args_text;
     char args_error[160];
     agent_span *span;
@@ -113,6 +113,7 @@ static void persist_work(void *ud)
         j->st = TK_ERROR;
         return;
     }
+    char *spans = r->cfg.trace ? agent_trace_take_pending(r->cfg.trace) : NULL;
     if (j->msg) {
         char id[TK_UUID_LEN], step[16];
         tk_uuid7(id);
@@ -129,16 +130,19 @@ static void persist_work(void *ud)
                            tk_json_str(j->msg, "tool_call_id"),
                            tk_json_str(j->msg, "tool_name"),
                            json_is_true(json_object_get(j->msg, "is_error")) ? "true" : "false",
-                           json_is_true(json_object_get(j->msg, "partial")) ? "true" : "false"};
+                           json_is_true(json_object_get(j->msg, "partial")) ? "true" : "false",
+                           spans ? spans : "[]"};
+        /* the message and the spans ended so far, in one round trip */
         j->st = tk_pg_exec(c,
-                           "INSERT INTO messages (id, session_id, role, content, turn_id, step, "
-                           "tool_calls, tool_call_id, tool_name, is_error, partial) VALUES ($1, $2, "
-                           "$3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11)",
-                           11, p);
+                           "SELECT tusko_message_add($1, $2, $3, $4, $5, $6::int, $7::jsonb, $8, "
+                           "$9, $10::boolean, $11::boolean, $12::jsonb)",
+                           12, p);
         free(calls_s);
+    } else if (spans) {
+        const char *p[] = {r->turn_id, spans};
+        tk_pg_exec(c, "SELECT tusko_spans_add($1, $2::jsonb)", 2, p);
     }
-    if (r->cfg.trace)
-        agent_trace_store(r->cfg.trace, c);
+    free(spans);
     app_db_release(c);
 }
 
@@ -203,9 +207,13 @@ static void run_finish(agent_run *r, const char *state, const char *code, const 
     if (r->state == RUN_FINISHED)
         return;
     r->state = RUN_FINISHED;
+    /* code and msg may point into r itself (stop_now) */
+    char c[sizeof r->err_code], m[sizeof r->err_msg];
+    snprintf(c, sizeof c, "%s", code ? code : "");
+    snprintf(m, sizeof m, "%s", msg ? msg : "");
     snprintf(r->final_state, sizeof r->final_state, "%s", state);
-    snprintf(r->err_code, sizeof r->err_code, "%s", code ? code : "");
-    snprintf(r->err_msg, sizeof r->err_msg, "%s", msg ? msg : "");
+    memcpy(r->err_code, c, sizeof c);
+    memcpy(r->err_msg, m, sizeof m);
     if (r->deadline) {
         tk_ev_timer_del(r->deadline);
         r->deadline = NULL;
@@ -272,8 +280,8 @@ static void run_step(agent_run *r)
         snprintf(m, sizeof m,
                  "stopped after %d model calls: the step budget (TUSKO_STEP_BUDGET) is used up",
                  r->step);
-        run_emit(r, "error", tk_json_obj("code", json_string("STEP_BUDGET"), "message",
-                                         json_string(m), NULL));
+        run_emit(r, "error",
+                 tk_json_obj("code", json_string("STEP_BUDGET"), "message", json_string(m), NULL));
         run_finish(r, "failed", "STEP_BUDGET", m);
         return;
     }
@@ -281,8 +289,9 @@ static void run_step(agent_run *r)
     llm_provider prov;
     fill_provider(r->cfg.model, &prov, perr, sizeof perr);
     if (perr[0]) {
-        run_emit(r, "error", tk_json_obj("code", json_string("PROVIDER_NOT_CONFIGURED"),
-                                         "message", json_string(perr), NULL));
+        run_emit(r, "error",
+                 tk_json_obj("code", json_string("PROVIDER_NOT_CONFIGURED"), "message",
+                             json_string(perr), NULL));
         run_finish(r, "failed", "PROVIDER_NOT_CONFIGURED", perr);
         return;
     }
@@ -304,13 +313,12 @@ static void run_step(agent_run *r)
                        .max_retries = (int)s->llm_retries};
     r->step++;
     r->llm_span = agent_span_begin(r->cfg.trace, r->parent_span, "llm", r->cfg.model->id);
-    agent_span_attrs(r->llm_span,
-                     tk_json_obj("provider", json_string(r->cfg.model->provider), "model",
-                                 json_string(r->cfg.model->model), "step", json_integer(r->step),
-                                 "messages", json_integer((json_int_t)json_array_size(window)),
-                                 "tools",
-                                 json_integer((json_int_t)json_array_size(r->tools_offered)),
-                                 NULL));
+    agent_span_attrs(
+        r->llm_span,
+        tk_json_obj("provider", json_string(r->cfg.model->provider), "model",
+                    json_string(r->cfg.model->model), "step", json_integer(r->step), "messages",
+                    json_integer((json_int_t)json_array_size(window)), "tools",
+                    json_integer((json_int_t)json_array_size(r->tools_offered)), NULL));
     llm_callbacks cb = {.on_text = on_text, .on_done = on_model_done};
     r->state = RUN_STREAMING;
     r->stream = llm_stream_start(agent_http(), agent_loop(), &prov, &req, &cb, r);
@@ -328,19 +336,16 @@ static void on_model_done(void *ud, llm_result *res)
         r->in_tokens += res->input_tokens;
     if (res->output_tokens > 0)
         r->out_tokens += res->output_tokens;
-    agent_span_attrs(r->llm_span,
-                     tk_json_obj("input_tokens",
-                                 res->input_tokens >= 0 ? json_integer(res->input_tokens)
-                                                        : json_null(),
-                                 "output_tokens",
-                                 res->output_tokens >= 0 ? json_integer(res->output_tokens)
-                                                         : json_null(),
-                                 "ttft_ms",
-                                 res->ttft_ms >= 0 ? json_integer(res->ttft_ms) : json_null(),
-                                 "stop_reason", json_string(res->stop_reason), "attempts",
-                                 json_integer(res->attempts), "http_status",
-                                 json_integer(res->http_status), "tool_calls",
-                                 json_integer((json_int_t)res->ncalls), NULL));
+    agent_span_attrs(
+        r->llm_span,
+        tk_json_obj("input_tokens",
+                    res->input_tokens >= 0 ? json_integer(res->input_tokens) : json_null(),
+                    "output_tokens",
+                    res->output_tokens >= 0 ? json_integer(res->output_tokens) : json_null(),
+                    "ttft_ms", res->ttft_ms >= 0 ? json_integer(res->ttft_ms) : json_null(),
+                    "stop_reason", json_string(res->stop_reason), "attempts",
+                    json_integer(res->attempts), "http_status", json_integer(res->http_status),
+                    "tool_calls", json_integer((json_int_t)res->ncalls), NULL));
     if (res->st != TK_OK)
         agent_span_attrs(r->llm_span, tk_json_obj("error", json_string(res->error), "code",
                                                   json_string(res->code), NULL));
@@ -511,9 +516,9 @@ static void tool_done(agent_run *r)
     if (c->attrs)
         json_object_update(ev, c->attrs);
     run_emit(r, "tool_end", ev);
-    json_t *msg = tk_json_obj("role", json_string("tool"), "tool_call_id", json_string(c->id),
-                              "tool_name", json_string(c->name), "content", json_string(content),
-                              NULL);
+    json_t *msg =
+        tk_json_obj("role", json_string("tool"), "tool_call_id", json_string(c->id), "tool_name",
+                    json_string(c->name), "content", json_string(content), NULL);
     if (c->res.is_error)
         json_object_set_new(msg, "is_error", json_true());
     free(content);
@@ -667,8 +672,7 @@ void agent_run_cancel(agent_run *r, const char *code, const char *message)
         return;
     if (!r->cancel) {
         snprintf(r->err_code, sizeof r->err_code, "%s", code ? code : "CANCELLED");
-        snprintf(r->err_msg, sizeof r->err_msg, "%s",
-                 message ? message : "the turn was cancelled");
+        snprintf(r->err_msg, sizeof r->err_msg, "%s", message ? message : "the turn was cancelled");
     }
     r->cancel = 1;
     if (r->state == RUN_STREAMING && r->stream) {
@@ -676,20 +680,19 @@ void agent_run_cancel(agent_run *r, const char *code, const char *message)
         llm_stream_cancel(r->stream);
         llm_result *res = llm_stream_result(r->stream);
         if (r->llm_span) {
-            agent_span_attrs(r->llm_span,
-                             tk_json_obj("cancelled", json_true(), "ttft_ms",
-                                         res->ttft_ms >= 0 ? json_integer(res->ttft_ms)
-                                                           : json_null(),
-                                         NULL));
+            agent_span_attrs(
+                r->llm_span,
+                tk_json_obj("cancelled", json_true(), "ttft_ms",
+                            res->ttft_ms >= 0 ? json_integer(res->ttft_ms) : json_null(), NULL));
             agent_span_end(r->llm_span, "cancelled");
             r->llm_span = NULL;
         }
         if (res->text.len > 0) {
             free(r->last_text);
             r->last_text = tk_strdup(tk_buf_cstr(&res->text));
-            json_t *msg = tk_json_obj("role", json_string("assistant"), "content",
-                                      json_string(tk_buf_cstr(&res->text)), "partial",
-                                      json_true(), NULL);
+            json_t *msg =
+                tk_json_obj("role", json_string("assistant"), "content",
+                            json_string(tk_buf_cstr(&res->text)), "partial", json_true(), NULL);
             json_decref(r->calls);
             r->calls = json_array();
             append_then(r, msg, after_assistant);

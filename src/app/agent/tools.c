@@ -99,10 +99,10 @@ json_t *agent_tools_offered(const char *const *allow)
             !allowed(allow, t->name))
             continue;
         json_t *params = json_loads(t->parameters ? t->parameters : "{}", 0, NULL);
-        json_array_append_new(out, tk_json_obj("name", json_string(t->name), "description",
-                                               json_string(t->description ? t->description : ""),
-                                               "parameters", params ? params : json_object(),
-                                               NULL));
+        json_array_append_new(out,
+                              tk_json_obj("name", json_string(t->name), "description",
+                                          json_string(t->description ? t->description : ""),
+                                          "parameters", params ? params : json_object(), NULL));
     }
     return out;
 }

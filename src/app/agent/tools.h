@@ -73,7 +73,8 @@ typedef struct {
 } agent_result;
 
 void agent_result_text(agent_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void agent_result_error(agent_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void agent_result_error(agent_result *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* Takes ownership of a heap string as the content. */
 void agent_result_take(agent_result *r, char *content, int is_error);
 void agent_result_free(agent_result *r);
@@ -110,7 +111,7 @@ void agent_builtin_tools_register(void);
 
 /* --- what a running tool may use (any thread, unless said otherwise) --- */
 
-const char *agent_call_id(const agent_call *c);      /* the model's tool call id */
+const char *agent_call_id(const agent_call *c); /* the model's tool call id */
 const char *agent_call_name(const agent_call *c);
 const char *agent_call_session(const agent_call *c); /* chat session id */
 const char *agent_call_user(const agent_call *c);    /* user id */

@@ -294,8 +294,9 @@ static void run_read_file(agent_call *call, const json_t *args, agent_result *ou
         else
             agent_result_error(out, "%s", msg);
     } else if (data.len && memchr(data.data, 0, data.len)) {
-        agent_result_text(out, "%s is a binary file (%s); use preview or execute_code to inspect it",
-                          p, agent_mime_of(p));
+        agent_result_text(out,
+                          "%s is a binary file (%s); use preview or execute_code to inspect it", p,
+                          agent_mime_of(p));
     } else {
         agent_result_text(out, "%s%s", data.data ? data.data : "",
                           truncated ? "\n[... the file is longer; only its start is shown]" : "");
@@ -352,10 +353,10 @@ static int acquire(agent_call *call, const char *trigger, sbx_handle *h, agent_r
         "tier", json_string("sandbox"), "trigger",
         json_string(h->spawn.replaced ? "the previous sandbox is gone; first write since"
                                       : trigger),
-        "call", json_string("getOrCreateOpenSandbox"), "pool", json_string(h->spawn.pool),
-        "quota", json_string(quota), "credentials", json_string("fail-closed, from env only"),
-        "idle_ttl", json_string(idle), "sandbox_id", json_string(h->id), "remote_id",
-        json_string(h->remote_id), "replaced", json_boolean(h->spawn.replaced), NULL);
+        "call", json_string("getOrCreateOpenSandbox"), "pool", json_string(h->spawn.pool), "quota",
+        json_string(quota), "credentials", json_string("fail-closed, from env only"), "idle_ttl",
+        json_string(idle), "sandbox_id", json_string(h->id), "remote_id", json_string(h->remote_id),
+        "replaced", json_boolean(h->spawn.replaced), NULL);
     agent_span_record(agent_call_trace(call), agent_call_span_id(call), "sandbox_spawn", "sandbox",
                       h->spawn.started_ms, h->spawn.duration_ms, "ok", json_deep_copy(attrs));
     json_object_set_new(attrs, "duration_ms", json_real(h->spawn.duration_ms));
@@ -393,8 +394,8 @@ static void run_write_file(agent_call *call, const json_t *args, agent_result *o
         sbx_handle h;
         if (!acquire(call, "first write to /workspace this session", &h, out))
             return;
-        tk_status st = sbx_write_file(&h, p, json_string_value(jc), json_string_length(jc), msg,
-                                      sizeof msg);
+        tk_status st =
+            sbx_write_file(&h, p, json_string_value(jc), json_string_length(jc), msg, sizeof msg);
         if (st == TK_OK) {
             agent_result_text(out, "%swrote %zu bytes to %s", replaced_note(&h),
                               json_string_length(jc), p);
@@ -488,12 +489,12 @@ static void run_exec(agent_call *call, const json_t *args, agent_result *out, in
         sbx_exec_result r;
         sbx_exec_result_init(&r, (size_t)app_get()->cfg->tool_result_max * 4 + 4096);
         struct out_ctx x = {.call = call};
-        tk_status st = is_code ? sbx_run_code(&h, json_string_value(jc), timeout_of(args),
-                                              on_output, &x, &r)
-                               : sbx_run_command(&h, json_string_value(jc), timeout_of(args),
-                                                 on_output, &x, &r);
-        agent_call_set_attrs(call, tk_json_obj("exit_code", json_integer(r.exit_code),
-                                               "exec_ms", json_integer(r.duration_ms), NULL));
+        tk_status st =
+            is_code
+                ? sbx_run_code(&h, json_string_value(jc), timeout_of(args), on_output, &x, &r)
+                : sbx_run_command(&h, json_string_value(jc), timeout_of(args), on_output, &x, &r);
+        agent_call_set_attrs(call, tk_json_obj("exit_code", json_integer(r.exit_code), "exec_ms",
+                                               json_integer(r.duration_ms), NULL));
         if (st == TK_OK) {
             exec_result(out, &h, &r, is_code);
             if (r.results)

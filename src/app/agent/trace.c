@@ -125,9 +125,8 @@ void agent_span_record(agent_trace *t, const char *parent_id, const char *kind, 
     json_decref(attrs);
 }
 
-tk_status agent_trace_store(agent_trace *t, PGconn *c)
+char *agent_trace_take_pending(agent_trace *t)
 {
-    /* one INSERT of every ended, unstored span */
     json_t *rows = json_array();
     pthread_mutex_lock(&t->lock);
     for (agent_span *s = t->spans; s; s = s->next) {
@@ -139,41 +138,26 @@ tk_status agent_trace_store(agent_trace *t, PGconn *c)
             rows, tk_json_obj("id", json_string(s->id), "parent_id",
                               s->parent[0] ? json_string(s->parent) : json_null(), "kind",
                               json_string(s->kind), "name", json_string(s->name), "status",
-                              json_string(s->status), "started_at", json_string(at),
-                              "duration_ms", json_real(s->duration_ms), "attrs",
-                              json_deep_copy(s->attrs), NULL));
+                              json_string(s->status), "started_at", json_string(at), "duration_ms",
+                              json_real(s->duration_ms), "attrs", json_deep_copy(s->attrs), NULL));
+        s->stored = 1;
     }
     pthread_mutex_unlock(&t->lock);
-    if (json_array_size(rows) == 0) {
-        json_decref(rows);
-        return TK_OK;
-    }
-    char *js = tk_json_dumps(rows);
-    const char *p[] = {t->turn_id, js};
-    tk_status st = tk_pg_exec(
-        c,
-        "INSERT INTO spans (id, turn_id, parent_id, kind, name, status, started_at, duration_ms, "
-        "attrs) SELECT x.id, $1, x.parent_id, x.kind, x.name, x.status, x.started_at, "
-        "x.duration_ms, coalesce(x.attrs, '{}') FROM jsonb_to_recordset($2::jsonb) AS x(id uuid, "
-        "parent_id uuid, kind text, name text, status text, started_at timestamptz, "
-        "duration_ms double precision, attrs jsonb) ON CONFLICT (id) DO NOTHING",
-        2, p);
-    free(js);
-    if (st == TK_OK) {
-        pthread_mutex_lock(&t->lock);
-        /* mark what we stored (ids in rows) */
-        size_t i;
-        json_t *row;
-        json_array_foreach(rows, i, row)
-        {
-            const char *id = tk_json_str(row, "id");
-            for (agent_span *s = t->spans; s; s = s->next)
-                if (strcmp(s->id, id) == 0)
-                    s->stored = 1;
-        }
-        pthread_mutex_unlock(&t->lock);
-    }
+    char *js = json_array_size(rows) ? tk_json_dumps(rows) : NULL;
     json_decref(rows);
+    return js;
+}
+
+tk_status agent_trace_store(agent_trace *t, PGconn *c)
+{
+    char *js = agent_trace_take_pending(t);
+    if (!js)
+        return TK_OK;
+    const char *p[] = {t->turn_id, js};
+    tk_status st = tk_pg_exec(c, "SELECT tusko_spans_add($1, $2::jsonb)", 2, p);
+    if (st != TK_OK)
+        tk_warn("trace", "msg=\"spans not stored\" turn=%s", t->turn_id);
+    free(js);
     return st;
 }
 
@@ -192,20 +176,20 @@ static void h_trace(tk_req *r, void *ud)
         return;
     }
     const char *p[] = {id, app_req_user(r)->id};
-    PGresult *t = tk_pg_query(
-        c,
-        "SELECT (to_jsonb(t) - 'user_id' - 'instance_id')::text FROM turns t "
-        "WHERE id = $1 AND user_id = $2",
-        2, p);
+    PGresult *t = tk_pg_query(c,
+                              "SELECT (to_jsonb(t) - 'user_id' - 'instance_id')::text FROM turns t "
+                              "WHERE id = $1 AND user_id = $2",
+                              2, p);
     if (!tk_pg_ok(t)) {
         app_respond_db_unavailable(r);
     } else if (PQntuples(t) != 1) {
         tk_respond_error(r, 404, "NOT_FOUND", "no such turn");
     } else {
-        PGresult *s = tk_pg_query(c,
-                                  "SELECT coalesce(jsonb_agg((to_jsonb(s) - 'turn_id') ORDER BY "
-                                  "s.started_at, s.id), '[]')::text FROM spans s WHERE turn_id = $1",
-                                  1, p);
+        PGresult *s =
+            tk_pg_query(c,
+                        "SELECT coalesce(jsonb_agg((to_jsonb(s) - 'turn_id') ORDER BY "
+                        "s.started_at, s.id), '[]')::text FROM spans s WHERE turn_id = $1",
+                        1, p);
         if (!tk_pg_ok(s)) {
             app_respond_db_unavailable(r);
         } else {

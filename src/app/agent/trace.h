@@ -48,7 +48,10 @@ void agent_span_record(agent_trace *t, const char *parent_id, const char *kind, 
 
 /* Inserts the ended spans not stored yet (blocking; a worker thread). */
 tk_status agent_trace_store(agent_trace *t, PGconn *c);
-
+/* The ended spans not stored yet as a JSON array text (for jsonb_to_recordset,
+ * the shape tusko_spans_add takes), marked stored; NULL when there are none.
+ * Callers fold the insert into a statement of their own (one round trip). */
+char *agent_trace_take_pending(agent_trace *t);
 /* GET /api/turns/{id}/trace */
 extern const tk_route agent_trace_routes[];
 extern const size_t agent_trace_nroutes;

@@ -33,7 +33,7 @@ typedef struct turn {
     agent_span *root;
     agent_run *run;
     json_t *history;
-    int skip;               /* the turn row was no longer queued */
+    int skip; /* the turn row was no longer queued */
     int prepare_failed;
     int cancel_requested;
     char cancel_code[32];
@@ -84,21 +84,28 @@ static void finish_work(void *ud)
         tk_error("turn", "msg=\"could not store the end of a turn\" turn=%s", t->id);
         return;
     }
-    agent_trace_store(t->trace, c);
+    char *spans = agent_trace_take_pending(t->trace);
     char steps[16], calls[16], in[24], out[24];
     snprintf(steps, sizeof steps, "%d", t->steps);
     snprintf(calls, sizeof calls, "%d", t->tool_calls);
     snprintf(in, sizeof in, "%lld", (long long)t->in_tokens);
     snprintf(out, sizeof out, "%lld", (long long)t->out_tokens);
-    const char *p[] = {t->id,  t->state, t->err_code[0] ? t->err_code : NULL,
-                       t->err[0] ? t->err : NULL, steps, calls, in, out, t->session_id};
-    tk_pg_exec(c,
-               "UPDATE turns SET state = $2, error_code = $3, error = $4, steps = $5, "
-               "tool_calls = $6, input_tokens = $7, output_tokens = $8, finished_at = now() "
-               "WHERE id = $1 AND state IN ('queued', 'running')",
-               8, p);
-    const char *q[] = {t->session_id};
-    tk_pg_exec(c, "UPDATE chat_sessions SET updated_at = now() WHERE id = $1", 1, q);
+    const char *p[] = {t->id,
+                       t->state,
+                       t->err_code[0] ? t->err_code : NULL,
+                       t->err[0] ? t->err : NULL,
+                       steps,
+                       calls,
+                       in,
+                       out,
+                       t->session_id,
+                       spans ? spans : "[]"};
+    if (tk_pg_exec(c,
+                   "SELECT tusko_turn_finish($1, $2, $3, $4, $5::int, $6::int, $7::bigint, "
+                   "$8::bigint, $9, $10::jsonb)",
+                   10, p) != TK_OK)
+        tk_error("turn", "msg=\"could not store the end of a turn\" turn=%s", t->id);
+    free(spans);
     app_db_release(c);
 }
 
@@ -115,11 +122,11 @@ static void turn_end(turn *t, const char *state, const char *code, const char *m
     snprintf(t->err_code, sizeof t->err_code, "%s", code ? code : "");
     snprintf(t->err, sizeof t->err, "%s", msg ? msg : "");
     int64_t ms = tk_mono_ms() - t->t0_mono;
-    agent_span_attrs(t->root, tk_json_obj("state", json_string(state), "steps",
-                                          json_integer(t->steps), "tool_calls",
-                                          json_integer(t->tool_calls), "input_tokens",
-                                          json_integer(t->in_tokens), "output_tokens",
-                                          json_integer(t->out_tokens), NULL));
+    agent_span_attrs(t->root,
+                     tk_json_obj("state", json_string(state), "steps", json_integer(t->steps),
+                                 "tool_calls", json_integer(t->tool_calls), "input_tokens",
+                                 json_integer(t->in_tokens), "output_tokens",
+                                 json_integer(t->out_tokens), NULL));
     if (code && *code)
         agent_span_attrs(t->root, tk_json_obj("error_code", json_string(code), "error",
                                               json_string(msg ? msg : ""), NULL));
@@ -135,8 +142,8 @@ static void turn_end(turn *t, const char *state, const char *code, const char *m
         json_object_set_new(ev, "error", json_string(msg ? msg : ""));
     }
     agent_event_emit(t->session_id, t->id, "turn_end", ev);
-    tk_info("turn", "msg=\"turn ended\" turn=%s state=%s steps=%d tools=%d ms=%lld code=%s",
-            t->id, state, t->steps, t->tool_calls, (long long)ms, code && *code ? code : "-");
+    tk_info("turn", "msg=\"turn ended\" turn=%s state=%s steps=%d tools=%d ms=%lld code=%s", t->id,
+            state, t->steps, t->tool_calls, (long long)ms, code && *code ? code : "-");
     if (tk_workpool_submit_then(agent_db_pool(), agent_loop(), finish_work, finish_then, t) !=
         TK_OK) {
         finish_work(t); /* the pool is stopping: do it here */
@@ -164,21 +171,22 @@ static void prepare_work(void *ud)
         t->prepare_failed = 1;
         return;
     }
-    const char *p[] = {t->id};
-    PGresult *r = tk_pg_query(c,
-                              "UPDATE turns SET state = 'running', started_at = now() WHERE id = "
-                              "$1 AND state = 'queued' RETURNING 1",
-                              1, p);
-    if (!tk_pg_ok(r))
+    /* running now, and the conversation: one round trip */
+    char lim[16];
+    snprintf(lim, sizeof lim, "%d", AGENT_HISTORY_MAX);
+    const char *p[] = {t->id, t->session_id, lim};
+    PGresult *r =
+        tk_pg_query(c, "SELECT started, history FROM tusko_turn_start($1, $2, $3::int)", 3, p);
+    if (!tk_pg_ok(r) || PQntuples(r) != 1) {
         t->prepare_failed = 1;
-    else if (PQntuples(r) != 1)
+    } else if (strcmp(PQgetvalue(r, 0, 0), "t") != 0) {
         t->skip = 1;
-    PQclear(r);
-    if (!t->skip && !t->prepare_failed) {
-        t->history = agent_history_load(c, t->session_id, AGENT_HISTORY_MAX);
+    } else {
+        t->history = json_loads(PQgetvalue(r, 0, 1), 0, NULL);
         if (!t->history)
             t->prepare_failed = 1;
     }
+    PQclear(r);
     app_db_release(c);
 }
 
@@ -338,96 +346,126 @@ static void h_post_message(tk_req *r, void *ud)
         tk_respond_error(r, 400, "MODEL_NOT_ALLOWED", "\"model\" must be one of GET /api/models");
         return;
     }
-    /* the chat rate limit, shared by every instance */
-    int retry = 0;
-    tk_status st = app_ratelimit_take(u->id, &retry);
-    if (st == TK_EDENIED) {
-        app_ratelimit_respond(r, retry);
-        return;
-    }
-    if (st != TK_OK) {
-        app_respond_db_unavailable(r);
-        return;
-    }
-    /* the allowlist: a named model outside it reaches no provider */
+    /* the allowlist: a named model outside it reaches no provider. The chat
+     * rate limit (shared by every instance) comes first: taken here for a
+     * refused model, else in the same round trip as the turn below. */
     const app_model *model = NULL;
     if (jm && json_is_string(jm)) {
         model = json_string_length(jm) ? app_models_find(json_string_value(jm)) : NULL;
         if (!model) {
+            int retry = 0;
+            tk_status st = app_ratelimit_take(u->id, &retry);
+            if (st == TK_EDENIED) {
+                app_ratelimit_respond(r, retry);
+                return;
+            }
+            if (st != TK_OK) {
+                app_respond_db_unavailable(r);
+                return;
+            }
             tk_respond_error(r, 400, "MODEL_NOT_ALLOWED",
                              "the model \"%s\" is not allowed here (see GET /api/models)",
                              json_string_value(jm));
             return;
         }
     }
+    const char *sid = tk_req_param(r, "id");
+    if (!sid || !tk_uuid_valid(sid)) {
+        tk_respond_error(r, 404, "NOT_FOUND", "no such chat session");
+        return;
+    }
+    if (!model && !app_models_default()) {
+        tk_respond_error(r, 503, "NO_MODELS",
+                         "no model is allowed on this server (TUSKO_MODELS is empty)");
+        return;
+    }
+    /* the allowlist as a Postgres array: the chat's own model is used only if
+     * it is still allowed, else the default */
+    tk_buf allowed;
+    tk_buf_init(&allowed, 1 << 20);
+    tk_buf_append_byte(&allowed, '{');
+    for (size_t i = 0; i < app_models_count(); i++) {
+        tk_buf_printf(&allowed, "%s\"", i ? "," : "");
+        for (const char *q = app_models_at(i)->id; *q; q++) {
+            if (*q == '"' || *q == '\\')
+                tk_buf_append_byte(&allowed, '\\');
+            tk_buf_append_byte(&allowed, *q);
+        }
+        tk_buf_append_byte(&allowed, '"');
+    }
+    tk_buf_append_byte(&allowed, '}');
+    turn *t = tk_calloc(1, sizeof *t);
+    tk_uuid7(t->id);
+    tk_uuid7(t->message_id);
+    snprintf(t->session_id, sizeof t->session_id, "%s", sid);
+    snprintf(t->user_id, sizeof t->user_id, "%s", u->id);
+    t->content = tk_strdup(content);
     PGconn *c = app_db_acquire();
     if (!c) {
+        tk_buf_free(&allowed);
+        turn_free(t);
         app_respond_db_unavailable(r);
         return;
     }
-    const char *sid = app_req_session(r, c);
-    if (!sid) {
-        app_db_release(c);
+    /* one round trip: the ownership check, the model, the user message and the
+     * queued turn */
+    char rkey[96], rmax[24], rwin[24];
+    snprintf(rkey, sizeof rkey, APP_CHAT_RATE_KEY "%s", u->id);
+    snprintf(rmax, sizeof rmax, "%lld", (long long)app_get()->cfg->chat_rate_limit_max);
+    snprintf(rwin, sizeof rwin, "%d milliseconds", APP_CHAT_WINDOW_MS);
+    const char *p[] = {t->message_id,
+                       sid,
+                       u->id,
+                       content,
+                       t->id,
+                       model ? model->id : NULL,
+                       tk_buf_cstr(&allowed),
+                       app_models_default()->id,
+                       agent_instance_id(),
+                       rkey,
+                       rmax,
+                       rwin};
+    PGresult *res = tk_pg_query(c,
+                                "SELECT outcome, model, busy_turn, retry_after_ms FROM "
+                                "tusko_turn_create($1, $2, $3, $4, $5, $6, $7::text[], $8, $9, "
+                                "$10, $11::int, $12::interval)",
+                                12, p);
+    tk_buf_free(&allowed);
+    int ok = 0, busy = 0, missing = 0, limited = 0;
+    int64_t retry_ms = 0;
+    char busy_turn[TK_UUID_LEN] = "";
+    if (tk_pg_ok(res) && PQntuples(res) == 1) {
+        const char *outcome = PQgetvalue(res, 0, 0);
+        if (strcmp(outcome, "rate_limited") == 0) {
+            limited = 1;
+            tk_parse_i64(PQgetvalue(res, 0, 3), 0, INT64_MAX, &retry_ms);
+        } else if (strcmp(outcome, "ok") == 0) {
+            ok = 1;
+            t->model = app_models_find(PQgetvalue(res, 0, 1));
+        } else if (strcmp(outcome, "busy") == 0) {
+            busy = 1;
+            snprintf(busy_turn, sizeof busy_turn, "%s", PQgetvalue(res, 0, 2));
+        } else {
+            missing = 1;
+        }
+    } else if (strcmp(tk_pg_sqlstate(res), "23505") == 0) {
+        busy = 1; /* a concurrent second turn met the unique index */
+    }
+    PQclear(res);
+    app_db_release(c);
+    if (limited) {
+        turn_free(t);
+        int secs = (int)((retry_ms + 999) / 1000);
+        tk_info("ratelimit", "msg=\"chat rate limit reached\" user=%s retry_after_s=%d", u->id,
+                secs < 1 ? 1 : secs);
+        app_ratelimit_respond(r, secs < 1 ? 1 : secs);
         return;
     }
-    if (!model) {
-        const char *p[] = {sid};
-        PGresult *res = tk_pg_query(c, "SELECT model FROM chat_sessions WHERE id = $1", 1, p);
-        if (tk_pg_ok(res) && PQntuples(res) == 1 && !PQgetisnull(res, 0, 0))
-            model = app_models_find(PQgetvalue(res, 0, 0));
-        PQclear(res);
-        if (!model)
-            model = app_models_default();
-        if (!model) {
-            app_db_release(c);
-            tk_respond_error(r, 503, "NO_MODELS",
-                             "no model is allowed on this server (TUSKO_MODELS is empty)");
-            return;
-        }
+    if (missing) {
+        turn_free(t);
+        tk_respond_error(r, 404, "NOT_FOUND", "no such chat session");
+        return;
     }
-    turn *t = tk_calloc(1, sizeof *t);
-    tk_uuid7(t->id);
-    snprintf(t->session_id, sizeof t->session_id, "%s", sid);
-    snprintf(t->user_id, sizeof t->user_id, "%s", u->id);
-    t->model = model;
-    t->content = tk_strdup(content);
-    tk_uuid7(t->message_id);
-    int ok = 0, busy = 0;
-    char busy_turn[TK_UUID_LEN] = "";
-    if (tk_pg_exec(c, "BEGIN", 0, NULL) == TK_OK) {
-        const char *pm[] = {t->message_id, sid, content, t->id};
-        const char *pt[] = {t->id, sid, u->id, model->id, agent_instance_id(), t->message_id};
-        PGresult *res = NULL;
-        if (tk_pg_exec(c,
-                       "INSERT INTO messages (id, session_id, role, content, turn_id, step) "
-                       "VALUES ($1, $2, 'user', $3, $4, 0)",
-                       4, pm) == TK_OK) {
-            res = tk_pg_query(c,
-                              "INSERT INTO turns (id, session_id, user_id, model, instance_id, "
-                              "user_message_id) VALUES ($1, $2, $3, $4, $5, $6)",
-                              6, pt);
-            if (tk_pg_ok(res))
-                ok = 1;
-            else if (strcmp(tk_pg_sqlstate(res), "23505") == 0)
-                busy = 1;
-        }
-        PQclear(res);
-        if (ok)
-            ok = tk_pg_exec(c, "COMMIT", 0, NULL) == TK_OK;
-        else
-            tk_pg_exec(c, "ROLLBACK", 0, NULL);
-    }
-    if (busy) {
-        const char *p[] = {sid};
-        PGresult *res = tk_pg_query(c,
-                                    "SELECT id FROM turns WHERE session_id = $1 AND state IN "
-                                    "('queued', 'running')",
-                                    1, p);
-        if (tk_pg_ok(res) && PQntuples(res) == 1)
-            snprintf(busy_turn, sizeof busy_turn, "%s", PQgetvalue(res, 0, 0));
-        PQclear(res);
-    }
-    app_db_release(c);
     if (busy) {
         turn_free(t);
         tk_respond_json(r, 409,
@@ -438,15 +476,15 @@ static void h_post_message(tk_req *r, void *ud)
                                     NULL));
         return;
     }
-    if (!ok) {
+    if (!ok || !t->model) {
         turn_free(t);
         app_respond_db_unavailable(r);
         return;
     }
+    model = t->model;
     json_t *resp = tk_json_obj("turn_id", json_string(t->id), "message_id",
-                               json_string(t->message_id), "session_id", json_string(sid),
-                               "model", json_string(model->id), "state", json_string("queued"),
-                               NULL);
+                               json_string(t->message_id), "session_id", json_string(sid), "model",
+                               json_string(model->id), "state", json_string("queued"), NULL);
     char loc[96];
     snprintf(loc, sizeof loc, "/api/turns/%s/trace", t->id);
     tk_respond_header(r, "Location", loc);
@@ -480,8 +518,9 @@ static void h_cancel(tk_req *r, void *ud)
     if (PQntuples(res) == 0) {
         PQclear(res);
         app_db_release(c);
-        tk_respond_json(r, 200, tk_json_obj("cancelled", json_false(), "turn_id", json_null(),
-                                            "message", json_string("no turn is running"), NULL));
+        tk_respond_json(r, 200,
+                        tk_json_obj("cancelled", json_false(), "turn_id", json_null(), "message",
+                                    json_string("no turn is running"), NULL));
         return;
     }
     char tid[TK_UUID_LEN], inst[TK_UUID_LEN];
@@ -495,8 +534,8 @@ static void h_cancel(tk_req *r, void *ud)
         tk_pg_exec(c, "SELECT pg_notify('tusko_cancel', $1)", 1, q);
     }
     app_db_release(c);
-    tk_respond_json(r, 202, tk_json_obj("cancelled", json_true(), "turn_id", json_string(tid),
-                                        NULL));
+    tk_respond_json(r, 202,
+                    tk_json_obj("cancelled", json_true(), "turn_id", json_string(tid), NULL));
 }
 
 const tk_route agent_turn_routes[] = {
@@ -528,19 +567,18 @@ static void append_events_direct(PGconn *c, const char *sid, const char *tid, co
     char *a = tk_json_dumps(sids), *b = tk_json_dumps(tids), *cc = tk_json_dumps(types),
          *d = tk_json_dumps(datas);
     const char *p[] = {a, b, cc, d};
-    PGresult *r = tk_pg_query(
-        c,
-        "SELECT session_id, last_seq FROM tusko_events_append("
-        "ARRAY(SELECT jsonb_array_elements_text($1::jsonb))::uuid[], "
-        "ARRAY(SELECT jsonb_array_elements_text($2::jsonb))::uuid[], "
-        "ARRAY(SELECT jsonb_array_elements_text($3::jsonb)), "
-        "ARRAY(SELECT jsonb_array_elements_text($4::jsonb)))",
-        4, p);
+    PGresult *r = tk_pg_query(c,
+                              "SELECT max(seq) FROM tusko_events_append("
+                              "ARRAY(SELECT jsonb_array_elements_text($1::jsonb))::uuid[], "
+                              "ARRAY(SELECT jsonb_array_elements_text($2::jsonb))::uuid[], "
+                              "ARRAY(SELECT jsonb_array_elements_text($3::jsonb)), "
+                              "ARRAY(SELECT jsonb_array_elements_text($4::jsonb)))",
+                              4, p);
     if (tk_pg_ok(r) && PQntuples(r) == 1) {
         /* the nil instance: every instance (this one too) fetches it */
         char payload[128];
         snprintf(payload, sizeof payload, "00000000-0000-0000-0000-000000000000|%s:%s", sid,
-                 PQgetvalue(r, 0, 1));
+                 PQgetvalue(r, 0, 0));
         const char *q[] = {payload};
         tk_pg_exec(c, "SELECT pg_notify('tusko_events', $1)", 1, q);
     }
@@ -573,14 +611,16 @@ static void recover_turn(PGconn *c, const char *tid, const char *sid)
         return;
     }
     /* keep what was streamed after the last stored answer */
+    const char *ps[] = {tid, sid};
     r = tk_pg_query(
         c,
         "WITH last AS (SELECT coalesce(max(step), 0) AS s FROM messages WHERE turn_id = $1 AND "
-        "role = 'assistant'), txt AS (SELECT (data->>'step')::int AS step, string_agg(data->>"
-        "'delta', '' ORDER BY seq) AS t FROM events, last WHERE turn_id = $1 AND type = 'text' "
-        "AND (data->>'step')::int > last.s GROUP BY 1 ORDER BY 1 DESC LIMIT 1) "
-        "SELECT step, t FROM txt",
-        1, p);
+        "role = 'assistant'), ev AS (SELECT seq, data::jsonb AS d FROM events WHERE session_id = "
+        "$2 AND turn_id = $1 AND type = 'text'), txt AS (SELECT (d->>'step')::int AS step, "
+        "string_agg(d->>'delta', "
+        "'' ORDER BY seq) AS t FROM ev, last WHERE (d->>'step')::int > last.s GROUP BY 1 ORDER "
+        "BY 1 DESC LIMIT 1) SELECT step, t FROM txt",
+        2, ps);
     if (tk_pg_ok(r) && PQntuples(r) == 1 && PQgetlength(r, 0, 1) > 0) {
         char id[TK_UUID_LEN];
         tk_uuid7(id);
@@ -597,12 +637,12 @@ static void recover_turn(PGconn *c, const char *tid, const char *sid)
                "UPDATE turns SET state = 'failed', error_code = 'INTERRUPTED', error = $2, "
                "finished_at = now() WHERE id = $1",
                2, u);
-    append_events_direct(c, sid, tid, "error",
-                         tk_json_obj("code", json_string("INTERRUPTED"), "message",
-                                     json_string(msg), NULL),
-                         "turn_end",
-                         tk_json_obj("state", json_string("failed"), "error_code",
-                                     json_string("INTERRUPTED"), "error", json_string(msg), NULL));
+    append_events_direct(
+        c, sid, tid, "error",
+        tk_json_obj("code", json_string("INTERRUPTED"), "message", json_string(msg), NULL),
+        "turn_end",
+        tk_json_obj("state", json_string("failed"), "error_code", json_string("INTERRUPTED"),
+                    "error", json_string(msg), NULL));
     tk_pg_exec(c, "COMMIT", 0, NULL);
     tk_warn("turn", "msg=\"interrupted turn marked failed\" turn=%s session=%s", tid, sid);
 }
@@ -623,8 +663,8 @@ void agent_turns_recover(PGconn *c, void *ud)
     for (int i = 0; i < PQntuples(r); i++) {
         const char *inst = PQgetvalue(r, i, 0);
         const char *p[] = {inst};
-        PGresult *l = tk_pg_query(c, "SELECT pg_try_advisory_lock(" AGENT_INSTANCE_LOCK_SQL ")",
-                                  1, p);
+        PGresult *l =
+            tk_pg_query(c, "SELECT pg_try_advisory_lock(" AGENT_INSTANCE_LOCK_SQL ")", 1, p);
         int dead = tk_pg_ok(l) && strcmp(PQgetvalue(l, 0, 0), "t") == 0;
         PQclear(l);
         if (!dead)
@@ -636,8 +676,8 @@ void agent_turns_recover(PGconn *c, void *ud)
         for (int k = 0; tk_pg_ok(t) && k < PQntuples(t); k++)
             recover_turn(c, PQgetvalue(t, k, 0), PQgetvalue(t, k, 1));
         PQclear(t);
-        PGresult *u = tk_pg_query(c, "SELECT pg_advisory_unlock(" AGENT_INSTANCE_LOCK_SQL ")", 1,
-                                  p);
+        PGresult *u =
+            tk_pg_query(c, "SELECT pg_advisory_unlock(" AGENT_INSTANCE_LOCK_SQL ")", 1, p);
         PQclear(u);
     }
     PQclear(r);

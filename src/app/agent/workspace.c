@@ -33,8 +33,7 @@ tk_status agent_ws_path(const char *in, size_t len, char *out, size_t outlen, ch
     size_t rlen = len;
     size_t root = strlen(AGENT_WS_ROOT);
     if (in[0] == '/') {
-        if (len < root || memcmp(in, AGENT_WS_ROOT, root) != 0 ||
-            (len > root && in[root] != '/')) {
+        if (len < root || memcmp(in, AGENT_WS_ROOT, root) != 0 || (len > root && in[root] != '/')) {
             snprintf(err, errlen, "absolute paths must be inside %s", AGENT_WS_ROOT);
             return TK_EINVAL;
         }

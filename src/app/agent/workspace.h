@@ -14,7 +14,7 @@
 
 #include "lib/common.h"
 
-#define AGENT_WS_ROOT "/workspace"
+#define AGENT_WS_ROOT     "/workspace"
 #define AGENT_WS_PATH_MAX 4096
 
 /* in has len bytes (it may contain a NUL, which is refused). out gets the

@@ -95,15 +95,14 @@ static tk_status ensure_session(sbx_handle *h, char *err, size_t errlen)
         return TK_OK;
     long status = 0;
     json_t *out = NULL;
-    tk_status st = execd_json(h, "POST", "/session", tk_json_obj("cwd", json_string("/workspace"),
-                                                                 NULL),
-                              30000, &status, &out, err, errlen);
+    tk_status st =
+        execd_json(h, "POST", "/session", tk_json_obj("cwd", json_string("/workspace"), NULL),
+                   30000, &status, &out, err, errlen);
     const char *sid = tk_json_str(out, "session_id");
     if (st != TK_OK || status != 200 || !sid || !*sid || strlen(sid) >= sizeof h->bash_session) {
         if (st == TK_OK)
             snprintf(err, errlen, "execd refused to start a shell (HTTP %ld%s%s)", status,
-                     tk_json_str(out, "message") ? ": " : "",
-                     tk_json_str_or(out, "message", ""));
+                     tk_json_str(out, "message") ? ": " : "", tk_json_str_or(out, "message", ""));
         maybe_gone(h, status, out);
         json_decref(out);
         return TK_ERROR;
@@ -120,15 +119,14 @@ static tk_status ensure_context(sbx_handle *h, char *err, size_t errlen)
         return TK_OK;
     long status = 0;
     json_t *out = NULL;
-    tk_status st = execd_json(h, "POST", "/code/context",
-                              tk_json_obj("language", json_string("python"), NULL), 60000, &status,
-                              &out, err, errlen);
+    tk_status st =
+        execd_json(h, "POST", "/code/context", tk_json_obj("language", json_string("python"), NULL),
+                   60000, &status, &out, err, errlen);
     const char *id = tk_json_str(out, "id");
     if (st != TK_OK || status != 200 || !id || !*id || strlen(id) >= sizeof h->code_context) {
         if (st == TK_OK)
             snprintf(err, errlen, "execd refused to start a Python kernel (HTTP %ld%s%s)", status,
-                     tk_json_str(out, "message") ? ": " : "",
-                     tk_json_str_or(out, "message", ""));
+                     tk_json_str(out, "message") ? ": " : "", tk_json_str_or(out, "message", ""));
         maybe_gone(h, status, out);
         json_decref(out);
         return TK_ERROR;
@@ -302,8 +300,8 @@ static void interrupt(sbx_handle *h, const char *path_fmt, const char *id)
     tk_buf_free(&p);
 }
 
-tk_status sbx_run_command(sbx_handle *h, const char *command, long timeout_ms,
-                          sbx_output_fn on_out, void *ud, sbx_exec_result *res)
+tk_status sbx_run_command(sbx_handle *h, const char *command, long timeout_ms, sbx_output_fn on_out,
+                          void *ud, sbx_exec_result *res)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
         if (ensure_session(h, res->error, sizeof res->error) != TK_OK)
@@ -312,10 +310,10 @@ tk_status sbx_run_command(sbx_handle *h, const char *command, long timeout_ms,
         char path[256];
         snprintf(path, sizeof path, "/session/%s/run", h->bash_session);
         long status = 0;
-        tk_status st = stream_call(h, path,
-                                   tk_json_obj("command", json_string(command), "timeout",
-                                               json_integer(timeout_ms), NULL),
-                                   timeout_ms + 30000, &x, &status);
+        tk_status st = stream_call(
+            h, path,
+            tk_json_obj("command", json_string(command), "timeout", json_integer(timeout_ms), NULL),
+            timeout_ms + 30000, &x, &status);
         tk_buf_free(&x.errbody);
         if (st == TK_ECLOSED || st == TK_ETIMEOUT) {
             /* stop what runs: the command if execd told us its id, else the shell */
@@ -623,7 +621,8 @@ tk_status sbx_read_head(sbx_handle *h, const char *path, size_t max, tk_buf *out
             snprintf(err, errlen, "no such file: %s", path);
             st = TK_ENOENT;
         } else {
-            snprintf(err, errlen, h->gone ? "the sandbox is gone" : "execd refused the read (HTTP %ld)",
+            snprintf(err, errlen,
+                     h->gone ? "the sandbox is gone" : "execd refused the read (HTTP %ld)",
                      resp.status);
             st = TK_ERROR;
         }

@@ -60,10 +60,33 @@ tk_status sbx_lc_call(const char *method, const char *path, json_t *body, long t
     memset(out, 0, sizeof *out);
     char url[1200];
     snprintf(url, sizeof url, "%s%s", base, path);
-    tk_status st = tk_httpc_json(method, url, NULL, headers, body, timeout_ms ? timeout_ms : 30000,
-                                 &out->status, &out->body, out->error, sizeof out->error);
-    if (st != TK_OK && !out->error[0])
-        snprintf(out->error, sizeof out->error, "%s", tk_status_str(st));
+    char *payload = body ? tk_json_dumps(body) : NULL;
+    json_decref(body);
+    const char *hdrs[] = {key_header, "Content-Type: application/json", "Accept: application/json",
+                          NULL};
+    tk_httpc_req req = {.method = method,
+                        .url = url,
+                        .headers = hdrs,
+                        .body = payload,
+                        .body_len = payload ? strlen(payload) : 0,
+                        .timeout_ms = timeout_ms ? timeout_ms : 30000,
+                        .max_response = 8u << 20};
+    tk_httpc_resp resp;
+    tk_status st = tk_httpc_do(&req, &resp);
+    free(payload);
+    out->status = resp.status;
+    if (st != TK_OK) {
+        snprintf(out->error, sizeof out->error, "%s %s: %s", method, path, resp.error);
+    } else if (resp.body.len > 0) {
+        char jerr[200];
+        out->body = tk_json_parse(resp.body.data, resp.body.len, resp.body.max, jerr, sizeof jerr);
+        if (!out->body)
+            snprintf(out->error, sizeof out->error, "%s %s: status %ld, body is not JSON (%s)",
+                     method, path, resp.status, jerr);
+    }
+    tk_httpc_resp_header(&resp, "X-Sandbox-Pool", out->pool, sizeof out->pool);
+    tk_httpc_resp_header(&resp, "X-Sandbox-Runtime", out->runtime, sizeof out->runtime);
+    tk_httpc_resp_free(&resp);
     return st;
 }
 

@@ -18,6 +18,8 @@ typedef struct {
     long status;
     json_t *body;
     char error[400];
+    char pool[16];    /* X-Sandbox-Pool of a create answer (tusko-sandboxd), or "" */
+    char runtime[32]; /* X-Sandbox-Runtime, or "" */
 } sbx_lc_resp;
 
 void sbx_lc_resp_free(sbx_lc_resp *r);

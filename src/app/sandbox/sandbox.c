@@ -121,10 +121,11 @@ static tk_status load_active(PGconn *c, const char *session_id, sbx_handle *h, c
 static void mark_gone(PGconn *c, const char *id, const char *reason)
 {
     const char *p[] = {id, reason};
-    tk_pg_exec(c,
-               "UPDATE sandboxes SET state = 'gone', gone_reason = $2, gone_at = now() WHERE id = $1 "
-               "AND state <> 'gone'",
-               2, p);
+    tk_pg_exec(
+        c,
+        "UPDATE sandboxes SET state = 'gone', gone_reason = $2, gone_at = now() WHERE id = $1 "
+        "AND state <> 'gone'",
+        2, p);
     tk_info("sandbox", "msg=\"sandbox gone\" sandbox=%s reason=\"%s\"", id, reason);
 }
 
@@ -205,7 +206,9 @@ tk_status getExistingOpenSandbox(const sbx_session *s, sbx_handle *out, char *er
 {
     memset(out, 0, sizeof *out);
     if (!sbx_configured()) {
-        snprintf(err, errlen, "code execution is off on this server (%s not set)",
+        snprintf(err, errlen,
+                 "nothing here yet: code execution is off on this server (%s not set), so "
+                 "there is no workspace",
                  app_get()->execution_missing);
         return TK_EDENIED;
     }
@@ -249,21 +252,17 @@ tk_status getExistingOpenSandbox(const sbx_session *s, sbx_handle *out, char *er
     return TK_ENOENT;
 }
 
-/* The pool a create answer came from: a sandbox Running at once came warm. */
-static void pool_label(const json_t *resp, int immediate, char *out, size_t outlen)
+/* The pool a create answer came from: tusko-sandboxd says so in X-Sandbox-Pool
+ * (and the runtime in X-Sandbox-Runtime); otherwise a sandbox Running at once
+ * came from a warm pool. */
+static void pool_label(const sbx_lc_resp *r, int immediate, char *out, size_t outlen)
 {
-    const json_t *md = json_object_get(resp, "metadata");
-    const char *runtime = tk_json_str(md, "tusko.runtime");
-    if (!runtime)
-        runtime = tk_json_str(md, "runtime");
-    const char *reason = tk_json_str(json_object_get(resp, "status"), "reason");
-    const char *pool = tk_json_str(md, "tusko.pool");
-    int warm = immediate || (pool && strcmp(pool, "warm") == 0) ||
-               (reason && strcasestr(reason, "pool"));
-    if (pool && strcmp(pool, "cold") == 0)
-        warm = 0;
+    int warm = r->pool[0] ? strcasecmp(r->pool, "warm") == 0 : immediate;
     if (warm)
-        snprintf(out, outlen, "warm · %s", runtime ? runtime : "opensandbox");
+        snprintf(out, outlen, "warm · %s",
+                 r->runtime[0] ? r->runtime
+                 : r->pool[0]  ? "native" /* tusko-sandboxd's only runtime yet */
+                               : "opensandbox");
     else
         snprintf(out, outlen, "cold");
 }
@@ -283,8 +282,8 @@ static tk_status create_remote(PGconn *c, const sbx_session *s, sbx_handle *out,
         "image", tk_json_obj("uri", json_string(cfg->sandbox_image), NULL), "entrypoint",
         json_pack("[s,s,s]", "tail", "-f", "/dev/null"), "timeout",
         json_integer(cfg->sandbox_idle_ttl_ms / 1000), "resourceLimits",
-        tk_json_obj("cpu", json_string(cfg->sandbox_cpu), "memory", json_string(cfg->sandbox_memory),
-                    NULL),
+        tk_json_obj("cpu", json_string(cfg->sandbox_cpu), "memory",
+                    json_string(cfg->sandbox_memory), NULL),
         "metadata",
         tk_json_obj("app", json_string("tusko"), "user", json_string(s->user_id), "session",
                     json_string(s->session_id), "sandbox", json_string(out->id), NULL),
@@ -307,7 +306,7 @@ static tk_status create_remote(PGconn *c, const sbx_session *s, sbx_handle *out,
     snprintf(out->remote_id, sizeof out->remote_id, "%s", rid);
     const char *st0 = tk_json_str(json_object_get(r.body, "status"), "state");
     int immediate = st0 && strcmp(st0, "Running") == 0;
-    pool_label(r.body, immediate, out->spawn.pool, sizeof out->spawn.pool);
+    pool_label(&r, immediate, out->spawn.pool, sizeof out->spawn.pool);
     sbx_lc_resp_free(&r);
     {
         const char *p[] = {out->id, out->remote_id, out->spawn.pool};
@@ -404,8 +403,8 @@ static void reconcile_user(PGconn *c, const char *user_id)
     PQclear(r);
 }
 
-tk_status getOrCreateOpenSandbox(const sbx_session *s, sbx_handle *out, sbx_quota *quota,
-                                 char *err, size_t errlen)
+tk_status getOrCreateOpenSandbox(const sbx_session *s, sbx_handle *out, sbx_quota *quota, char *err,
+                                 size_t errlen)
 {
     memset(out, 0, sizeof *out);
     if (quota)
@@ -431,8 +430,7 @@ tk_status getOrCreateOpenSandbox(const sbx_session *s, sbx_handle *out, sbx_quot
     for (;;) {
         char state[16];
         int64_t idle = 0, since_renew = 0;
-        if (load_active(c, s->session_id, out, state, sizeof state, &idle, &since_renew) !=
-            TK_OK) {
+        if (load_active(c, s->session_id, out, state, sizeof state, &idle, &since_renew) != TK_OK) {
             snprintf(err, errlen, "the database did not answer");
             goto out;
         }
@@ -560,11 +558,12 @@ void sbx_release_session(const char *session_id)
     if (!c)
         return;
     const char *p[] = {session_id};
-    PGresult *r = tk_pg_query(c,
-                              "UPDATE sandboxes SET state = 'gone', gone_reason = 'chat deleted', "
-                              "gone_at = now(), gone_noticed = true WHERE session_id = $1 AND state "
-                              "<> 'gone' RETURNING coalesce(remote_id, '')",
-                              1, p);
+    PGresult *r =
+        tk_pg_query(c,
+                    "UPDATE sandboxes SET state = 'gone', gone_reason = 'chat deleted', "
+                    "gone_at = now(), gone_noticed = true WHERE session_id = $1 AND state "
+                    "<> 'gone' RETURNING coalesce(remote_id, '')",
+                    1, p);
     for (int i = 0; tk_pg_ok(r) && i < PQntuples(r); i++)
         delete_remote(PQgetvalue(r, i, 0));
     PQclear(r);
@@ -603,8 +602,8 @@ void sbx_sweep_now(void)
                 strcasecmp(state, "Failed") != 0 && strcasecmp(state, "Stopping") != 0)
                 json_object_set_new(alive, id, json_true());
         }
-        int more = json_is_true(json_object_get(json_object_get(r.body, "pagination"),
-                                                "hasNextPage"));
+        int more =
+            json_is_true(json_object_get(json_object_get(r.body, "pagination"), "hasNextPage"));
         sbx_lc_resp_free(&r);
         if (!more)
             break;

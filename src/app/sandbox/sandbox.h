@@ -45,32 +45,32 @@
 typedef struct {
     const char *user_id;
     const char *session_id;
-    const char *trigger; /* why a spawn would happen, for the trace
-                            ("first write to /workspace this session") */
+    const char *trigger;        /* why a spawn would happen, for the trace
+                                   ("first write to /workspace this session") */
     const volatile int *cancel; /* optional: aborts waits and calls */
 } sbx_session;
 
 /* What a getOrCreateOpenSandbox call did when it created a sandbox. */
 typedef struct {
-    int created;             /* this call created the sandbox */
-    int replaced;            /* ... because the chat's previous one was gone */
-    char gone_reason[128];   /* why the previous one is gone */
-    char pool[64];           /* "warm · native" or "cold" */
-    int live, max;           /* quota after the spawn: live of max per user */
-    int64_t started_ms;      /* wall clock */
-    double duration_ms;      /* reserve + create + ready + endpoint */
+    int created;           /* this call created the sandbox */
+    int replaced;          /* ... because the chat's previous one was gone */
+    char gone_reason[128]; /* why the previous one is gone */
+    char pool[64];         /* "warm · native" or "cold" */
+    int live, max;         /* quota after the spawn: live of max per user */
+    int64_t started_ms;    /* wall clock */
+    double duration_ms;    /* reserve + create + ready + endpoint */
     char remote_id[128];
 } sbx_spawn;
 
 typedef struct {
-    char id[TK_UUID_LEN];    /* our row */
-    char remote_id[128];     /* the service's id */
+    char id[TK_UUID_LEN]; /* our row */
+    char remote_id[128];  /* the service's id */
     char user_id[TK_UUID_LEN];
     char session_id[TK_UUID_LEN];
-    char *execd_url;         /* base URL of execd through the proxy (no trailing /) */
-    char **headers;          /* "Name: value" for execd requests, NULL-terminated */
-    char bash_session[128];  /* the chat's bash session ("" until made) */
-    char code_context[128];  /* the chat's Python context ("" until made) */
+    char *execd_url;        /* base URL of execd through the proxy (no trailing /) */
+    char **headers;         /* "Name: value" for execd requests, NULL-terminated */
+    char bash_session[128]; /* the chat's bash session ("" until made) */
+    char code_context[128]; /* the chat's Python context ("" until made) */
     sbx_spawn spawn;
     const volatile int *cancel;
     int gone; /* an operation found the sandbox gone (reaped); re-acquire */
@@ -84,10 +84,9 @@ typedef struct {
 /* The two entry points (the names the product uses). On TK_EDENIED from
  * getOrCreateOpenSandbox, quota (if not NULL) says live/max when it was the
  * quota; err says what happened either way. */
-tk_status getOrCreateOpenSandbox(const sbx_session *s, sbx_handle *out, sbx_quota *quota,
-                                 char *err, size_t errlen);
-tk_status getExistingOpenSandbox(const sbx_session *s, sbx_handle *out, char *err,
+tk_status getOrCreateOpenSandbox(const sbx_session *s, sbx_handle *out, sbx_quota *quota, char *err,
                                  size_t errlen);
+tk_status getExistingOpenSandbox(const sbx_session *s, sbx_handle *out, char *err, size_t errlen);
 void sbx_handle_free(sbx_handle *h);
 
 /* Non-zero when the sandbox service is configured (both variables set). */
@@ -98,15 +97,15 @@ int sbx_configured(void);
 typedef void (*sbx_output_fn)(void *ud, const char *stream, const char *text, size_t len);
 
 typedef struct {
-    int exit_code;        /* -1 when unknown */
+    int exit_code; /* -1 when unknown */
     int timed_out;
     int cancelled;
     int64_t duration_ms;
-    tk_buf output;        /* stdout and stderr interleaved, capped */
+    tk_buf output; /* stdout and stderr interleaved, capped */
     int truncated;
-    char error[512];      /* error name/value (code) or transport problem */
-    json_t *results;      /* execute_code: rich results ("text/plain", "image/png"...) */
-    int restarted;        /* the shell / kernel had to be restarted: earlier state is gone */
+    char error[512]; /* error name/value (code) or transport problem */
+    json_t *results; /* execute_code: rich results ("text/plain", "image/png"...) */
+    int restarted;   /* the shell / kernel had to be restarted: earlier state is gone */
 } sbx_exec_result;
 
 void sbx_exec_result_init(sbx_exec_result *r, size_t cap);
@@ -117,14 +116,14 @@ void sbx_exec_result_free(sbx_exec_result *r);
  * command ran (whatever its exit code), TK_ERROR on a failure (res->error),
  * TK_ECLOSED when cancelled (the command is interrupted). Any operation that
  * finds the sandbox gone sets h->gone and returns TK_ERROR. */
-tk_status sbx_run_command(sbx_handle *h, const char *command, long timeout_ms,
-                          sbx_output_fn on_out, void *ud, sbx_exec_result *res);
+tk_status sbx_run_command(sbx_handle *h, const char *command, long timeout_ms, sbx_output_fn on_out,
+                          void *ud, sbx_exec_result *res);
 /* Runs Python in the chat's persistent kernel (variables and DataFrames persist). */
 tk_status sbx_run_code(sbx_handle *h, const char *code, long timeout_ms, sbx_output_fn on_out,
                        void *ud, sbx_exec_result *res);
 /* Files: paths are absolute under /workspace (the tools check them first). */
-tk_status sbx_write_file(sbx_handle *h, const char *path, const void *data, size_t len,
-                         char *err, size_t errlen);
+tk_status sbx_write_file(sbx_handle *h, const char *path, const void *data, size_t len, char *err,
+                         size_t errlen);
 /* TK_ENOENT when the file does not exist; TK_ETOOBIG past max. */
 tk_status sbx_read_file(sbx_handle *h, const char *path, size_t max, tk_buf *out, char *err,
                         size_t errlen);
