@@ -17,6 +17,7 @@
 #include "app/sandbox/sandbox.h"
 #include "app/sessions.h"
 #include "app/utopia/routes.h"
+#include "app/upload.h"
 #include "app/web.h"
 #include "lib/log.h"
 
@@ -45,6 +46,7 @@ static const struct route_set sets[] = {
     {app_me_routes, &app_me_nroutes},             /* /api/me, /api/models */
     {agent_turn_routes, &agent_turn_nroutes},     /* POST /api/sessions/{id}/messages|cancel */
     {agent_events_routes, &agent_events_nroutes}, /* GET /api/sessions/{id}/events */
+    {app_upload_routes, &app_upload_nroutes},     /* .../files/upload (upload.c) */
     {agent_files_routes, &agent_files_nroutes},   /* .../files..., /api/downloads/{id} */
     {agent_trace_routes, &agent_trace_nroutes},   /* GET /api/turns/{id}/trace */
     {sbx_routes, &sbx_nroutes},                   /* GET /api/sandboxes */
