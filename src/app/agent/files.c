@@ -350,6 +350,7 @@ static void h_download(tk_req *r, void *ud)
         tk_warn("files", "msg=\"download not stored\" error=\"%s\"", PQerrorMessage(c));
     PQclear(res);
     app_db_release(c);
+    size_t stored = data.len;
     tk_buf_free(&data);
     if (!ok) {
         app_respond_db_unavailable(r);
@@ -360,7 +361,7 @@ static void h_download(tk_req *r, void *ud)
     tk_respond_header(r, "Location", url);
     tk_respond_json(r, 201,
                     tk_json_obj("id", json_string(id), "name", json_string(name), "path",
-                                json_string(p), "size", json_integer((json_int_t)data.len),
+                                json_string(p), "size", json_integer((json_int_t)stored),
                                 "content_type", json_string(mime), "sha256", json_string(hex),
                                 "url", json_string(url), NULL));
 }

@@ -50,19 +50,14 @@ static char *url_of(const sbx_handle *h, const char *path)
     return tk_asprintf("%s%s", h->execd_url ? h->execd_url : "", path);
 }
 
-/* 1 when a response looks like it came from execd itself (a JSON error body
- * with a code), 0 when it is the proxy's or nothing at all. */
-static int from_execd(const json_t *body)
-{
-    return json_is_object(body) && tk_json_str(body, "code") != NULL;
-}
-
-/* After a failed call: 0/502/503/504, or a 404 that execd did not write, may
- * mean the sandbox is gone. */
+/* After a failed call: 0/502/503/504/410, or a 404 (the proxy's "no such
+ * sandbox" and execd's "no such file" look alike), may mean the sandbox is
+ * gone: the lifecycle API decides. */
 static void maybe_gone(sbx_handle *h, long status, const json_t *body)
 {
-    if (status == 0 || status == 502 || status == 503 || status == 504 ||
-        (status == 404 && !from_execd(body)) || status == 410) {
+    (void)body;
+    if (status == 0 || status == 502 || status == 503 || status == 504 || status == 404 ||
+        status == 410) {
         if (sbx_check_gone(h))
             h->gone = 1;
     }
