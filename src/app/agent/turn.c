@@ -318,6 +318,103 @@ void agent_turn_on_cancel_notify(const char *channel, const char *payload, void 
 
 /* ---------------------------------------------------------------- routes */
 
+tk_status agent_turn_submit(const char *user_id, const char *session_id, const char *content,
+                            const app_model *model, agent_submit *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!session_id || !tk_uuid_valid(session_id))
+        return TK_ENOENT;
+    if (!model && !app_models_default())
+        return TK_EINVAL;
+    /* the allowlist as a Postgres array: the chat's own model is used only if
+     * it is still allowed, else the default */
+    tk_buf allowed;
+    tk_buf_init(&allowed, 1 << 20);
+    tk_buf_append_byte(&allowed, '{');
+    for (size_t i = 0; i < app_models_count(); i++) {
+        tk_buf_printf(&allowed, "%s\"", i ? "," : "");
+        for (const char *q = app_models_at(i)->id; *q; q++) {
+            if (*q == '"' || *q == '\\')
+                tk_buf_append_byte(&allowed, '\\');
+            tk_buf_append_byte(&allowed, *q);
+        }
+        tk_buf_append_byte(&allowed, '"');
+    }
+    tk_buf_append_byte(&allowed, '}');
+    turn *t = tk_calloc(1, sizeof *t);
+    tk_uuid7(t->id);
+    tk_uuid7(t->message_id);
+    snprintf(t->session_id, sizeof t->session_id, "%s", session_id);
+    snprintf(t->user_id, sizeof t->user_id, "%s", user_id);
+    t->content = tk_strdup(content);
+    PGconn *c = app_db_acquire();
+    if (!c) {
+        tk_buf_free(&allowed);
+        turn_free(t);
+        return TK_ERROR;
+    }
+    /* one round trip: the rate limit, the ownership check, the model, the user
+     * message and the queued turn (tusko_turn_create) */
+    char rkey[96], rmax[24], rwin[24];
+    snprintf(rkey, sizeof rkey, APP_CHAT_RATE_KEY "%s", user_id);
+    snprintf(rmax, sizeof rmax, "%lld", (long long)app_get()->cfg->chat_rate_limit_max);
+    snprintf(rwin, sizeof rwin, "%d milliseconds", APP_CHAT_WINDOW_MS);
+    const char *p[] = {t->message_id,
+                       session_id,
+                       user_id,
+                       content,
+                       t->id,
+                       model ? model->id : NULL,
+                       tk_buf_cstr(&allowed),
+                       app_models_default()->id,
+                       agent_instance_id(),
+                       rkey,
+                       rmax,
+                       rwin};
+    PGresult *res = tk_pg_query(c,
+                                "SELECT outcome, model, busy_turn, retry_after_ms FROM "
+                                "tusko_turn_create($1, $2, $3, $4, $5, $6, $7::text[], $8, $9, "
+                                "$10, $11::int, $12::interval)",
+                                12, p);
+    tk_buf_free(&allowed);
+    tk_status st = TK_ERROR;
+    if (tk_pg_ok(res) && PQntuples(res) == 1) {
+        const char *outcome = PQgetvalue(res, 0, 0);
+        if (strcmp(outcome, "rate_limited") == 0) {
+            int64_t ms = 1000;
+            tk_parse_i64(PQgetvalue(res, 0, 3), 0, INT64_MAX, &ms);
+            out->retry_after_s = (int)((ms + 999) / 1000);
+            if (out->retry_after_s < 1)
+                out->retry_after_s = 1;
+            st = TK_EDENIED;
+        } else if (strcmp(outcome, "ok") == 0) {
+            t->model = app_models_find(PQgetvalue(res, 0, 1));
+            st = t->model ? TK_OK : TK_ERROR;
+        } else if (strcmp(outcome, "busy") == 0) {
+            snprintf(out->busy_turn, sizeof out->busy_turn, "%s", PQgetvalue(res, 0, 2));
+            st = TK_AGAIN;
+        } else {
+            st = TK_ENOENT;
+        }
+    } else if (strcmp(tk_pg_sqlstate(res), "23505") == 0) {
+        st = TK_AGAIN; /* a concurrent second turn met the unique index */
+    }
+    PQclear(res);
+    app_db_release(c);
+    if (st != TK_OK) {
+        turn_free(t);
+        if (st == TK_EDENIED)
+            tk_info("ratelimit", "msg=\"chat rate limit reached\" user=%s retry_after_s=%d",
+                    user_id, out->retry_after_s);
+        return st;
+    }
+    snprintf(out->turn_id, sizeof out->turn_id, "%s", t->id);
+    snprintf(out->message_id, sizeof out->message_id, "%s", t->message_id);
+    out->model = t->model;
+    tk_evloop_post(agent_loop(), start_on_loop, t);
+    return TK_OK;
+}
+
 static void h_post_message(tk_req *r, void *ud)
 {
     const app_user *u = app_req_user(r);
@@ -348,7 +445,7 @@ static void h_post_message(tk_req *r, void *ud)
     }
     /* the allowlist: a named model outside it reaches no provider. The chat
      * rate limit (shared by every instance) comes first: taken here for a
-     * refused model, else in the same round trip as the turn below. */
+     * refused model, else in the same round trip as the turn. */
     const app_model *model = NULL;
     if (jm && json_is_string(jm)) {
         model = json_string_length(jm) ? app_models_find(json_string_value(jm)) : NULL;
@@ -369,127 +466,42 @@ static void h_post_message(tk_req *r, void *ud)
             return;
         }
     }
-    const char *sid = tk_req_param(r, "id");
-    if (!sid || !tk_uuid_valid(sid)) {
+    agent_submit sub;
+    tk_status st = agent_turn_submit(u->id, tk_req_param(r, "id"), content, model, &sub);
+    switch (st) {
+    case TK_OK:
+        break;
+    case TK_EDENIED:
+        app_ratelimit_respond(r, sub.retry_after_s);
+        return;
+    case TK_ENOENT:
         tk_respond_error(r, 404, "NOT_FOUND", "no such chat session");
         return;
-    }
-    if (!model && !app_models_default()) {
-        tk_respond_error(r, 503, "NO_MODELS",
-                         "no model is allowed on this server (TUSKO_MODELS is empty)");
-        return;
-    }
-    /* the allowlist as a Postgres array: the chat's own model is used only if
-     * it is still allowed, else the default */
-    tk_buf allowed;
-    tk_buf_init(&allowed, 1 << 20);
-    tk_buf_append_byte(&allowed, '{');
-    for (size_t i = 0; i < app_models_count(); i++) {
-        tk_buf_printf(&allowed, "%s\"", i ? "," : "");
-        for (const char *q = app_models_at(i)->id; *q; q++) {
-            if (*q == '"' || *q == '\\')
-                tk_buf_append_byte(&allowed, '\\');
-            tk_buf_append_byte(&allowed, *q);
-        }
-        tk_buf_append_byte(&allowed, '"');
-    }
-    tk_buf_append_byte(&allowed, '}');
-    turn *t = tk_calloc(1, sizeof *t);
-    tk_uuid7(t->id);
-    tk_uuid7(t->message_id);
-    snprintf(t->session_id, sizeof t->session_id, "%s", sid);
-    snprintf(t->user_id, sizeof t->user_id, "%s", u->id);
-    t->content = tk_strdup(content);
-    PGconn *c = app_db_acquire();
-    if (!c) {
-        tk_buf_free(&allowed);
-        turn_free(t);
-        app_respond_db_unavailable(r);
-        return;
-    }
-    /* one round trip: the ownership check, the model, the user message and the
-     * queued turn */
-    char rkey[96], rmax[24], rwin[24];
-    snprintf(rkey, sizeof rkey, APP_CHAT_RATE_KEY "%s", u->id);
-    snprintf(rmax, sizeof rmax, "%lld", (long long)app_get()->cfg->chat_rate_limit_max);
-    snprintf(rwin, sizeof rwin, "%d milliseconds", APP_CHAT_WINDOW_MS);
-    const char *p[] = {t->message_id,
-                       sid,
-                       u->id,
-                       content,
-                       t->id,
-                       model ? model->id : NULL,
-                       tk_buf_cstr(&allowed),
-                       app_models_default()->id,
-                       agent_instance_id(),
-                       rkey,
-                       rmax,
-                       rwin};
-    PGresult *res = tk_pg_query(c,
-                                "SELECT outcome, model, busy_turn, retry_after_ms FROM "
-                                "tusko_turn_create($1, $2, $3, $4, $5, $6, $7::text[], $8, $9, "
-                                "$10, $11::int, $12::interval)",
-                                12, p);
-    tk_buf_free(&allowed);
-    int ok = 0, busy = 0, missing = 0, limited = 0;
-    int64_t retry_ms = 0;
-    char busy_turn[TK_UUID_LEN] = "";
-    if (tk_pg_ok(res) && PQntuples(res) == 1) {
-        const char *outcome = PQgetvalue(res, 0, 0);
-        if (strcmp(outcome, "rate_limited") == 0) {
-            limited = 1;
-            tk_parse_i64(PQgetvalue(res, 0, 3), 0, INT64_MAX, &retry_ms);
-        } else if (strcmp(outcome, "ok") == 0) {
-            ok = 1;
-            t->model = app_models_find(PQgetvalue(res, 0, 1));
-        } else if (strcmp(outcome, "busy") == 0) {
-            busy = 1;
-            snprintf(busy_turn, sizeof busy_turn, "%s", PQgetvalue(res, 0, 2));
-        } else {
-            missing = 1;
-        }
-    } else if (strcmp(tk_pg_sqlstate(res), "23505") == 0) {
-        busy = 1; /* a concurrent second turn met the unique index */
-    }
-    PQclear(res);
-    app_db_release(c);
-    if (limited) {
-        turn_free(t);
-        int secs = (int)((retry_ms + 999) / 1000);
-        tk_info("ratelimit", "msg=\"chat rate limit reached\" user=%s retry_after_s=%d", u->id,
-                secs < 1 ? 1 : secs);
-        app_ratelimit_respond(r, secs < 1 ? 1 : secs);
-        return;
-    }
-    if (missing) {
-        turn_free(t);
-        tk_respond_error(r, 404, "NOT_FOUND", "no such chat session");
-        return;
-    }
-    if (busy) {
-        turn_free(t);
+    case TK_AGAIN:
         tk_respond_json(r, 409,
                         tk_json_obj("code", json_string("TURN_IN_PROGRESS"), "message",
                                     json_string("this chat is still answering; wait for the turn "
                                                 "to end or cancel it"),
-                                    "turn_id", busy_turn[0] ? json_string(busy_turn) : json_null(),
+                                    "turn_id",
+                                    sub.busy_turn[0] ? json_string(sub.busy_turn) : json_null(),
                                     NULL));
         return;
-    }
-    if (!ok || !t->model) {
-        turn_free(t);
+    case TK_EINVAL:
+        tk_respond_error(r, 503, "NO_MODELS",
+                         "no model is allowed on this server (TUSKO_MODELS is empty)");
+        return;
+    default:
         app_respond_db_unavailable(r);
         return;
     }
-    model = t->model;
-    json_t *resp = tk_json_obj("turn_id", json_string(t->id), "message_id",
-                               json_string(t->message_id), "session_id", json_string(sid), "model",
-                               json_string(model->id), "state", json_string("queued"), NULL);
     char loc[96];
-    snprintf(loc, sizeof loc, "/api/turns/%s/trace", t->id);
+    snprintf(loc, sizeof loc, "/api/turns/%s/trace", sub.turn_id);
     tk_respond_header(r, "Location", loc);
-    tk_respond_json(r, 202, resp);
-    tk_evloop_post(agent_loop(), start_on_loop, t);
+    tk_respond_json(r, 202,
+                    tk_json_obj("turn_id", json_string(sub.turn_id), "message_id",
+                                json_string(sub.message_id), "session_id",
+                                json_string(tk_req_param(r, "id")), "model",
+                                json_string(sub.model->id), "state", json_string("queued"), NULL));
 }
 
 static void h_cancel(tk_req *r, void *ud)

@@ -8,7 +8,31 @@
 #include <libpq-fe.h>
 #include <stddef.h>
 
+#include "app/models.h"
+#include "lib/common.h"
 #include "lib/httpd.h"
+#include "lib/id.h"
+
+typedef struct {
+    char turn_id[TK_UUID_LEN];
+    char message_id[TK_UUID_LEN];
+    const app_model *model;
+    char busy_turn[TK_UUID_LEN]; /* TK_AGAIN: the chat's active turn */
+    int retry_after_s;           /* TK_EDENIED */
+} agent_submit;
+
+/*
+ * Starts a turn as if user_id had sent content in the chat (the POST route uses
+ * it; so can a scheduler or a skill runner): the chat rate limit, ownership,
+ * the model (NULL: the chat's own when still allowed, else the default — the
+ * caller checks a named model against the allowlist), the stored user message,
+ * a queued turn, and the turn posted to the agent loop on this instance.
+ * TK_OK (out->turn_id), TK_EDENIED (rate limited, out->retry_after_s),
+ * TK_ENOENT (not the user's chat), TK_AGAIN (a turn is active, out->busy_turn),
+ * TK_EINVAL (no model allowed at all), TK_ERROR (database). Blocking.
+ */
+tk_status agent_turn_submit(const char *user_id, const char *session_id, const char *content,
+                            const app_model *model, agent_submit *out);
 
 /* Cancels the turn (by id, or the one of a chat session) if it runs here. */
 void agent_turn_cancel_local(const char *turn_id, const char *session_id, const char *code,
