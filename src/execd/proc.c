@@ -249,6 +249,19 @@ execd_proc *execd_proc_spawn(const execd_spawn_opts *o, char *err, size_t errlen
         for (int s = 1; s < NSIG; s++)
             if (s != SIGKILL && s != SIGSTOP)
                 sigaction(s, &dfl, NULL);
+        /* glibc's sigaction refuses the two signals it keeps for itself (32 and
+         * 33), so an SIG_IGN inherited on them (GNU make sets one) would reach
+         * the command; reset them with the raw system call. */
+        for (int s = 32; s <= 33; s++) {
+            struct {
+                void *handler;
+                unsigned long flags;
+                void *restorer;
+                uint64_t mask;
+            } ks = {0};
+            ks.handler = (void *)SIG_DFL;
+            syscall(SYS_rt_sigaction, s, &ks, NULL, sizeof ks.mask);
+        }
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
