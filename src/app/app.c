@@ -12,6 +12,7 @@
 static app_ctx ctx;
 static int ready;
 static char *prompt;
+static tk_ssrf_policy ssrf;
 
 const app_ctx *app_get(void)
 {
@@ -51,6 +52,13 @@ tk_status app_init(int connect, char *err, size_t errlen)
         return TK_EINVAL;
     }
     app_models_set(models);
+    char serr[512];
+    if (tk_ssrf_policy_from_env(&ssrf, serr, sizeof serr) != TK_OK) {
+        snprintf(err, errlen, "%s", serr);
+        app_models_set(NULL);
+        return TK_EINVAL;
+    }
+    ctx.ssrf = &ssrf;
     lanes();
     ctx.oidc_enabled = s->oidc_issuer && s->oidc_client_id;
     if (s->public_url) {
@@ -99,6 +107,11 @@ void app_log_summary(void)
     else
         tk_info("app", "msg=\"models\" count=%zu default=%s", app_models_count(),
                 app_models_default()->id);
+    tk_info("app",
+            "msg=\"outbound fetch checks\" allow_entries=%zu deny_entries=%zu extra_ports=%zu "
+            "max_bytes=%zu timeout_ms=%ld max_redirects=%d",
+            ssrf.nallow, ssrf.ndeny, ssrf.nports, ssrf.max_bytes, ssrf.timeout_ms,
+            ssrf.max_redirects);
     tk_info("app", "msg=\"sign-in\" password=on oidc=%s public_url=%s",
             ctx.oidc_enabled ? "on" : "off", ctx.cfg->public_url ? ctx.cfg->public_url : "unset");
 }
@@ -111,6 +124,8 @@ void app_shutdown(void)
         tk_pg_pool_free(ctx.auth_pg);
     ctx.pg = ctx.auth_pg = NULL;
     app_models_set(NULL);
+    tk_ssrf_policy_free(&ssrf);
+    ctx.ssrf = NULL;
     free(prompt);
     prompt = NULL;
     ready = 0;

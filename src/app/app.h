@@ -21,6 +21,7 @@
 #include "app/settings.h"
 #include "lib/httpd.h"
 #include "lib/pg.h"
+#include "lib/ssrf.h"
 
 /* HTTP event-loop threads (libmicrohttpd); the auth hook runs on them. */
 #define APP_HTTP_THREADS 2
@@ -44,6 +45,9 @@ typedef struct {
     int oidc_enabled;        /* OIDC_ISSUER and OIDC_CLIENT_ID set */
     int secure_cookies;      /* TUSKO_PUBLIC_URL is https */
     char public_origin[300]; /* origin of TUSKO_PUBLIC_URL, or "" when unset */
+    /* The outbound fetch policy (guardrail 4) every fetch for the agent goes
+     * through: built once from SSRF_* and FETCH_* (tk_ssrf_policy_from_env). */
+    const tk_ssrf_policy *ssrf;
 } app_ctx;
 
 /* The context. Aborts if app_init has not run (a broken invariant). */
@@ -51,7 +55,9 @@ const app_ctx *app_get(void);
 
 /*
  * Validates the loaded settings (app_settings_validate), loads the model
- * allowlist, works out the fail-closed lanes, and — when connect is non-zero —
+ * allowlist, builds the outbound fetch policy (a bad SSRF_* or FETCH_* value is
+ * TK_EINVAL naming the variable), works out the fail-closed lanes, and — when
+ * connect is non-zero —
  * opens the Postgres pool. Returns TK_OK or TK_EINVAL/TK_ERROR with a message for
  * the operator in err. Call once, after tk_prog_init.
  */

@@ -10,6 +10,8 @@
 #include "app/auth/tokens.h"
 #include "app/users.h"
 #include "lib/buf.h"
+#include "lib/ssrf.h"
+#include "lib/url.h"
 
 /* Parses "--name value" / "--name=value" / bare "--flag" options. */
 struct opt {
@@ -184,4 +186,36 @@ int app_cli_token(int argc, char **argv)
         return token_create(argc - 1, argv + 1);
     fprintf(stderr, "usage: tusko token create --email E [--name N]\n");
     return 2;
+}
+
+int app_cli_check_url(int argc, char **argv)
+{
+    if (argc != 1 || strncmp(argv[0], "--", 2) == 0) {
+        fprintf(stderr, "usage: tusko check-url URL\n");
+        return 2;
+    }
+    tk_ssrf_policy p;
+    char err[512];
+    if (tk_ssrf_policy_from_env(&p, err, sizeof err) != TK_OK) {
+        fprintf(stderr, "tusko check-url: %s\n", err);
+        return 2;
+    }
+    tk_ssrf_target t;
+    tk_status st = tk_ssrf_check(&p, argv[0], &t);
+    char line[TK_SSRF_REASON_MAX + TK_URL_MAX + 64];
+    tk_ssrf_target_describe(&t, line, sizeof line);
+    printf("%s\n", line);
+    if (st == TK_OK) {
+        for (size_t i = 0; i < t.naddrs; i++) {
+            char a[48];
+            tk_ip_format(&t.addrs[i], a, sizeof a);
+            printf("  connect to %s%s%s port %d\n", t.addrs[i].family == 6 ? "[" : "", a,
+                   t.addrs[i].family == 6 ? "]" : "", t.port);
+        }
+        if (t.by_allowlist)
+            printf("  admitted by the operator allowlist (SSRF_ALLOW)\n");
+    }
+    tk_ssrf_target_free(&t);
+    tk_ssrf_policy_free(&p);
+    return st == TK_OK ? 0 : 1;
 }

@@ -5,6 +5,7 @@
  *   tusko migrate                                   apply migrations and exit
  *   tusko user add --email E [--password-stdin]     create a local account
  *   tusko token create --email E [--name N]         print a new personal API token
+ *   tusko check-url URL                             would a fetch for the agent be allowed?
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,8 +35,34 @@ static tk_prog prog = {
                 "                                 create a local account (password: first line "
                 "of stdin)\n"
                 "  token create --email E [--name N]\n"
-                "                                 print a new personal API token for that user\n",
+                "                                 print a new personal API token for that user\n"
+                "  check-url URL                  check URL against the outbound fetch rules "
+                "(SSRF_*):\n"
+                "                                 prints allowed and the addresses a fetch would "
+                "use,\n"
+                "                                 or refused <code>: <reason> (exit 0 / 1); "
+                "fetches nothing\n",
 };
+
+/* `tusko check-url` reads only the outbound fetch settings: no database. */
+static char *check_url_env[APP_SSRF_SETTINGS];
+static tk_setting check_url_settings[] = {APP_SSRF_SETTINGS_TABLE(check_url_env)};
+static tk_prog check_url_prog = {
+    .name = "tusko check-url",
+    .summary = "check a URL against the outbound fetch rules (guardrail 4) without fetching it",
+    .usage = "URL",
+    .settings = check_url_settings,
+    .nsettings = TK_ARRAY_LEN(check_url_settings),
+};
+
+static int check_url(int argc, char **argv)
+{
+    int argi = 2;
+    tk_prog_init(&check_url_prog, argc, argv, &argi);
+    int rc = app_cli_check_url(argc - argi, argv + argi);
+    tk_config_free(check_url_settings, TK_ARRAY_LEN(check_url_settings));
+    return rc;
+}
 
 static int migrate(void)
 {
@@ -83,6 +110,8 @@ int main(int argc, char **argv)
 {
     const char *cmd = NULL;
     int argi = 1;
+    if (argc > 1 && strcmp(argv[1], "check-url") == 0)
+        return check_url(argc, argv);
     if (argc > 1 && argv[1][0] != '-') {
         cmd = argv[1];
         argi = 2;

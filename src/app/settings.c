@@ -106,6 +106,10 @@ static tk_setting table[] = {
     {"TUSKO_DOWNLOAD_MAX", "download-max", TK_SET_INT, "52428800",
      "bytes of one stored download at most", .min = 1024, .max = 1LL << 30,
      .out = &S.download_max},
+    {"WEB_FETCH_MAX_CHARS", "web-fetch-max-chars", TK_SET_INT, "20000",
+     "characters of a page web_fetch returns at most (the rest is cut, with a note)",
+     .min = 100, .max = 10000000, .out = &S.web_fetch_max_chars},
+    APP_SSRF_SETTINGS_TABLE(S.ssrf_env),
 
     /* sandbox service: fail-closed, environment only */
     {"OPENSANDBOX_URL", NULL, TK_SET_STR, NULL,

@@ -22,6 +22,33 @@
 #include "lib/common.h"
 #include "lib/config.h"
 
+/* SSRF_ALLOW, SSRF_DENY, SSRF_ALLOWED_PORTS, FETCH_MAX_BYTES, FETCH_TIMEOUT,
+ * FETCH_MAX_REDIRECTS (APP_SSRF_SETTINGS_TABLE). */
+#define APP_SSRF_SETTINGS 6
+
+/*
+ * The outbound fetch settings as table rows, environment only (the policy reads
+ * them with getenv, so a flag could not reach it). Their defaults are those of
+ * lib/ssrf.c. Used in tusko's table and in `tusko check-url`'s.
+ */
+/* clang-format off */
+#define APP_SSRF_SETTINGS_TABLE(v)                                                             \
+    {"SSRF_ALLOW", NULL, TK_SET_STR, NULL,                                                     \
+     "hosts, *.suffixes, addresses and CIDRs fetched although internal (e.g. "                 \
+     "intranet.example.com,10.1.0.0/16); empty: none", .out = &(v)[0]},                        \
+    {"SSRF_DENY", NULL, TK_SET_STR, NULL,                                                      \
+     "hosts, *.suffixes, addresses and CIDRs never fetched (wins over SSRF_ALLOW)",            \
+     .out = &(v)[1]},                                                                          \
+    {"SSRF_ALLOWED_PORTS", NULL, TK_SET_STR, NULL,                                             \
+     "ports fetched beyond 80 and 443 (e.g. 8080,8443)", .out = &(v)[2]},                      \
+    {"FETCH_MAX_BYTES", NULL, TK_SET_STR, "2M",                                                \
+     "body of one outbound fetch at most (bytes; K, M, G)", .out = &(v)[3]},                   \
+    {"FETCH_TIMEOUT", NULL, TK_SET_STR, "15s",                                                 \
+     "time limit of one outbound fetch, redirects included", .out = &(v)[4]},                  \
+    {"FETCH_MAX_REDIRECTS", NULL, TK_SET_STR, "5",                                             \
+     "redirects one outbound fetch follows (0-20)", .out = &(v)[5]}
+/* clang-format on */
+
 /* The longest system prompt accepted, in characters (Unicode code points). */
 #define APP_SYSTEM_PROMPT_MAX 8000
 
@@ -51,6 +78,11 @@ typedef struct {
     int64_t tool_result_max;     /* TUSKO_TOOL_RESULT_MAX (characters) */
     int64_t command_timeout_ms;  /* TUSKO_COMMAND_TIMEOUT */
     int64_t download_max;        /* TUSKO_DOWNLOAD_MAX (bytes) */
+    int64_t web_fetch_max_chars; /* WEB_FETCH_MAX_CHARS */
+
+    /* outbound fetch checks (lib/ssrf.h): listed here for --help; the policy is
+     * built from the environment by tk_ssrf_policy_from_env (app_init) */
+    char *ssrf_env[APP_SSRF_SETTINGS];
 
     /* sandbox service (fail-closed: both from the environment or nothing executes) */
     char *opensandbox_url;          /* OPENSANDBOX_URL, NULL when unset */

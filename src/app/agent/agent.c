@@ -13,6 +13,7 @@
 #include "app/app.h"
 #include "app/sandbox/sandbox.h"
 #include "app/sessions.h"
+#include "app/tools/web_fetch.h"
 #include "lib/log.h"
 #include "lib/tktime.h"
 
@@ -103,8 +104,10 @@ tk_status agent_init(char *err, size_t errlen)
     agent_lane_set_available(AGENT_LANE_FAST, 1);
     agent_lane_set_available(AGENT_LANE_SANDBOX, a->execution_enabled);
     agent_lane_set_available(AGENT_LANE_BROWSER, 0); /* a later issue */
-    if (agent_tools_count() == 0)
+    if (agent_tools_count() == 0) {
         agent_builtin_tools_register();
+        web_fetch_register();
+    }
     loop = tk_evloop_new();
     http = tk_httpm_new(loop);
     /* database jobs: at most half the pool, so HTTP handlers keep connections */

@@ -88,7 +88,7 @@ describe('turns', () => {
     assert.deepEqual(r.events.map((e) => e.event), ['turn_end']);
     // the model saw the fast-lane tools only: the sandbox lane is off (fail-closed)
     const rec = ms.requests('text').pop();
-    assert.deepEqual(rec.tools.sort(), ['list_files', 'plan_task', 'preview']);
+    assert.deepEqual(rec.tools.sort(), ['list_files', 'plan_task', 'preview', 'web_fetch']);
     assert.equal(rec.headers.authorization, 'Bearer [redacted]');
     // the trace: a turn span and the model call with tokens and time to first token
     const tr = await api(base, `/api/turns/${t.turnId}/trace`, { headers: alice.auth });
