@@ -161,6 +161,9 @@ static tk_setting table[] = {
 
     /* Utopia (docs/UTOPIA.md) */
     UTOPIA_SETTINGS(S.utopia),
+
+    /* subagents (docs/AGENT.md) */
+    SUBAGENT_SETTINGS(S.subagent),
 };
 /* clang-format on */
 

@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "app/agent/subagent.h"
 #include "app/utopia/utopia.h"
 #include "lib/common.h"
 #include "lib/config.h"
@@ -109,6 +110,9 @@ typedef struct {
 
     /* Utopia: documents, search, memory, the knowledge graph (UTOPIA_*, docs/UTOPIA.md) */
     utopia_config utopia;
+
+    /* subagents: delegate_subagent's roles (SUBAGENT_*, docs/AGENT.md) */
+    agent_subagent_config subagent;
 } app_settings;
 
 /* The settings table (for tk_prog); loading it fills app_settings_values(). */

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "app/agent/events.h"
+#include "app/agent/memory.h"
+#include "app/agent/subagent.h"
 #include "app/agent/turn.h"
 #include "app/app.h"
 #include "app/sandbox/sandbox.h"
@@ -107,7 +109,10 @@ tk_status agent_init(char *err, size_t errlen)
     if (agent_tools_count() == 0) {
         agent_builtin_tools_register();
         web_fetch_register();
+        agent_memory_tools_register();
     }
+    if (agent_subagent_init(err, errlen) != TK_OK)
+        return TK_EINVAL;
     loop = tk_evloop_new();
     http = tk_httpm_new(loop);
     /* database jobs: at most half the pool, so HTTP handlers keep connections */

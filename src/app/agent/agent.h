@@ -89,6 +89,14 @@ typedef struct {
     const char *parent_span;  /* NULL: top level of the turn */
     const char *label;        /* NULL for the turn itself; e.g. "researcher" */
     int persist;              /* store each message in the chat (the turn's own run) */
+    int depth;                /* 0: the turn's own run; a nested run: its parent's + 1 */
+    /* A nested run's events all carry "agent" (label), "subagent_id",
+     * "parent_call_id" (the tool call that started it) and "depth", so a
+     * client can nest them under that call; its text deltas are "text" events
+     * with those tags (never merged into the turn's answer). */
+    const char *subagent_id;
+    const char *parent_call_id;
+    const char *parent_subagent_id; /* set (and tagged) when the parent is itself nested */
     void (*on_done)(void *ud, agent_run *run); /* loop thread */
     void *ud;
 } agent_run_cfg;
@@ -109,7 +117,8 @@ int64_t agent_run_input_tokens(const agent_run *r);
 int64_t agent_run_output_tokens(const agent_run *r);
 void agent_run_free(agent_run *r);
 /* A configuration for a nested run inside a tool call: session, user, turn,
- * model, trace, parent span and deadline taken from the call. Cancelling the
+ * model, trace, parent span, deadline, depth (+1) and parent_call_id taken
+ * from the call. Cancelling the
  * parent reaches the nested run through the tool's .cancel hook (which calls
  * agent_run_cancel on it). */
 agent_run_cfg agent_run_cfg_for_call(agent_call *call);

@@ -40,9 +40,10 @@ struct ev_item {
     char tid[TK_UUID_LEN]; /* "" for none */
     char type[32];
     int step;
-    json_t *data; /* NULL for text items */
+    json_t *data; /* NULL for text items (a tagged text item: its tags) */
     tk_buf text;  /* text items: the delta(s) */
     int is_text;
+    char sub[TK_UUID_LEN]; /* tagged text: the subagent id (deltas merge within one) */
     struct ev_item *next;
 };
 
@@ -125,6 +126,27 @@ void agent_event_text(const char *session_id, const char *turn_id, int step, con
     struct ev_item *it = item_new(session_id, turn_id, "text");
     it->is_text = 1;
     it->step = step;
+    tk_buf_init(&it->text, 8u << 20);
+    tk_buf_append(&it->text, s, n);
+    enqueue(it);
+}
+
+void agent_event_text_tagged(const char *session_id, const char *turn_id, int step, json_t *tags,
+                             const char *s, size_t n)
+{
+    if (!session_id || !tk_uuid_valid(session_id) || n == 0) {
+        json_decref(tags);
+        return;
+    }
+    struct ev_item *it = item_new(session_id, turn_id, "text");
+    it->is_text = 1;
+    it->step = step;
+    if (json_is_object(tags)) {
+        it->data = tags;
+        snprintf(it->sub, sizeof it->sub, "%s", tk_json_str_or(tags, "subagent_id", "-"));
+    } else {
+        json_decref(tags);
+    }
     tk_buf_init(&it->text, 8u << 20);
     tk_buf_append(&it->text, s, n);
     enqueue(it);
@@ -469,7 +491,7 @@ static void json_quote(tk_buf *b, const char *s, size_t n)
 /* Serialises an item's data (text items become {"delta": ...}). */
 static char *item_json(struct ev_item *it)
 {
-    if (it->is_text) {
+    if (it->is_text && !it->data) {
         /* the hottest event: formatted by hand (the text is valid UTF-8, it
          * came out of a JSON parser) */
         char at[40];
@@ -484,7 +506,7 @@ static char *item_json(struct ev_item *it)
         tk_buf_append_byte(&b, '}');
         return tk_buf_steal(&b, NULL);
     }
-    json_t *d = it->is_text ? json_object() : json_incref(it->data);
+    json_t *d = it->is_text ? json_deep_copy(it->data) : json_incref(it->data);
     json_object_set_new(d, "type", json_string(it->type));
     json_object_set_new(d, "turn_id", it->tid[0] ? json_string(it->tid) : json_null());
     char at[40];
@@ -603,7 +625,7 @@ static size_t build_batch(struct ev_item *list, struct batch_ev *out, size_t max
             /* the session's previous entry in this batch */
             struct batch_ev *prev = &out[sidmap[slot].idx];
             if (prev->it->is_text && strcmp(prev->it->tid, it->tid) == 0 &&
-                prev->it->step == it->step &&
+                prev->it->step == it->step && strcmp(prev->it->sub, it->sub) == 0 &&
                 tk_buf_append(&prev->it->text, it->text.data, it->text.len) == TK_OK) {
                 item_free(it);
                 it = next;

@@ -38,6 +38,12 @@ void agent_event_emit(const char *session_id, const char *turn_id, const char *t
 void agent_event_text(const char *session_id, const char *turn_id, int step, const char *s,
                       size_t n);
 
+/* Queues a text delta of a nested run (a subagent): a "text" event carrying
+ * tags (steals them: {agent, subagent_id, parent_call_id, depth}); deltas merge
+ * only with the same subagent's. */
+void agent_event_text_tagged(const char *session_id, const char *turn_id, int step, json_t *tags,
+                             const char *s, size_t n);
+
 /* Starts the writer and the LISTEN thread (after app_init). */
 tk_status agent_events_start(char *err, size_t errlen);
 /* Stores what is queued, then stops both threads. */

@@ -37,7 +37,10 @@ struct agent_call {
     int64_t t0_ns;
     agent_result res;
     json_t *attrs; /* set by the tool: merged into the span and tool_end */
-    int finished;
+    void *ud;      /* the tool's own (agent_call_set_ud) */
+    int finished;  /* agent_call_finish was called */
+    int done;      /* its tool_end is out; msg waits for the group */
+    json_t *msg;   /* the tool message, appended when the whole group is done */
 };
 
 struct agent_run {
@@ -58,7 +61,14 @@ struct agent_run {
     /* the tool calls of the current answer, sorted by tool order */
     json_t *calls;
     size_t call_idx;
-    agent_call *call;
+    /* the calls running now: one, or several parallel ones (agent_tool.parallel) */
+    agent_call **group;
+    size_t ngroup, npending, gmsg;
+    int group_guard;   /* starting or cancelling the group: its end waits */
+    int group_closing; /* its messages are being appended */
+    char subagent_id[TK_UUID_LEN];
+    char parent_call_id[128];
+    json_t *tags;        /* a nested run's event tags, NULL for the turn's own */
     json_t *pending_msg; /* a message being stored */
     void (*after_persist)(agent_run *);
     tk_ev_timer *deadline;
@@ -80,17 +90,17 @@ static void run_emit(agent_run *r, const char *type, json_t *data)
 {
     if (!data)
         data = json_object();
-    if (r->label)
-        json_object_set_new(data, "agent", json_string(r->label));
+    if (r->tags)
+        json_object_update(data, r->tags);
     agent_event_emit(r->session_id, r->turn_id, type, data);
 }
 
 static void on_text(void *ud, const char *d, size_t n)
 {
     agent_run *r = ud;
-    if (r->label) {
-        run_emit(r, "text",
-                 tk_json_obj("delta", json_stringn(d, n), "step", json_integer(r->step), NULL));
+    if (r->tags) {
+        /* a nested run's text: tagged, merged only with its own deltas */
+        agent_event_text_tagged(r->session_id, r->turn_id, r->step, json_deep_copy(r->tags), d, n);
         return;
     }
     agent_event_text(r->session_id, r->turn_id, r->step, d, n);
@@ -447,15 +457,17 @@ static void call_free(agent_call *c)
     free(c->args_text);
     agent_result_free(&c->res);
     json_decref(c->attrs);
+    json_decref(c->msg);
     free(c);
 }
 
-static void tool_done(agent_run *r);
+static void call_done(agent_call *c);
+static void group_done(agent_run *r);
 
 static void tool_then(void *ud)
 {
     agent_call *c = ud;
-    tool_done(c->run);
+    call_done(c);
 }
 
 static void tool_work(void *ud)
@@ -482,14 +494,14 @@ static char *cap_content(const char *s, size_t max_chars, size_t *orig_chars)
                        (int)cut, s, max_chars, chars);
 }
 
-static void next_tool_cb(agent_run *r)
+/* A call has its result: end its span, tell the user (tool_end), and keep its
+ * tool message until every call of the group is done. */
+static void call_done(agent_call *c)
 {
-    next_tool(r);
-}
-
-static void tool_done(agent_run *r)
-{
-    agent_call *c = r->call;
+    agent_run *r = c->run;
+    if (c->done)
+        return;
+    c->done = 1;
     if (!c->res.content)
         agent_result_text(&c->res, "(no output)");
     size_t chars = 0;
@@ -516,35 +528,79 @@ static void tool_done(agent_run *r)
     if (c->attrs)
         json_object_update(ev, c->attrs);
     run_emit(r, "tool_end", ev);
-    json_t *msg =
-        tk_json_obj("role", json_string("tool"), "tool_call_id", json_string(c->id), "tool_name",
-                    json_string(c->name), "content", json_string(content), NULL);
+    c->msg = tk_json_obj("role", json_string("tool"), "tool_call_id", json_string(c->id),
+                         "tool_name", json_string(c->name), "content", json_string(content), NULL);
     if (c->res.is_error)
-        json_object_set_new(msg, "is_error", json_true());
+        json_object_set_new(c->msg, "is_error", json_true());
     free(content);
-    r->call = NULL;
-    call_free(c);
-    r->call_idx++;
-    append_then(r, msg, next_tool_cb);
+    TK_ASSERT(r->npending > 0);
+    r->npending--;
+    if (r->npending == 0 && !r->group_guard)
+        group_done(r);
 }
 
-static void next_tool(agent_run *r)
+static void group_free(agent_run *r)
 {
-    if (r->state == RUN_FINISHED)
-        return;
-    if (r->call_idx >= json_array_size(r->calls)) {
-        run_step(r);
+    for (size_t i = 0; i < r->ngroup; i++)
+        if (r->group[i])
+            call_free(r->group[i]);
+    free(r->group);
+    r->group = NULL;
+    r->ngroup = r->npending = r->gmsg = 0;
+    r->group_closing = 0;
+}
+
+/* Appends the group's tool messages in the model's order, then goes on. */
+static void group_append(agent_run *r)
+{
+    if (r->gmsg < r->ngroup) {
+        agent_call *c = r->group[r->gmsg++];
+        json_t *m = c->msg;
+        c->msg = NULL;
+        append_then(r, m, group_append);
         return;
     }
-    json_t *tc = json_array_get(r->calls, r->call_idx);
+    r->call_idx += r->ngroup;
+    group_free(r);
+    next_tool(r);
+}
+
+static void group_done(agent_run *r)
+{
+    if (r->group_closing || !r->group)
+        return;
+    r->group_closing = 1;
+    r->gmsg = 0;
+    group_append(r);
+}
+
+static int name_allowed(const agent_run *r, const char *name)
+{
+    if (!r->tool_names)
+        return 1;
+    for (char **p = r->tool_names; *p; p++)
+        if (strcmp(*p, name) == 0)
+            return 1;
+    return 0;
+}
+
+static const agent_tool *tool_of(const json_t *tc)
+{
+    return agent_tools_find(tk_json_str_or(tc, "name", ""));
+}
+
+/* Starts the call at calls[idx] as slot `slot` of the group. */
+static void start_call(agent_run *r, size_t idx, size_t slot)
+{
+    json_t *tc = json_array_get(r->calls, idx);
     agent_call *c = tk_calloc(1, sizeof *c);
     c->run = r;
-    c->index = (int)r->call_idx;
+    c->index = (int)idx;
     snprintf(c->id, sizeof c->id, "%s", tk_json_str_or(tc, "id", ""));
     snprintf(c->name, sizeof c->name, "%s", tk_json_str_or(tc, "name", ""));
     c->args_text = tk_strdup(tk_json_str_or(tc, "arguments", "{}"));
     c->t0_ns = tk_mono_ns();
-    r->call = c;
+    r->group[slot] = c;
     r->ntool_calls++;
     c->tool = agent_tools_find(c->name);
     agent_lane lane = c->tool ? c->tool->lane : AGENT_LANE_FAST;
@@ -560,6 +616,9 @@ static void next_tool(agent_run *r)
     c->span = agent_span_begin(r->cfg.trace, r->parent_span, "tool", c->name);
     agent_span_attrs(c->span, tk_json_obj("lane", json_string(agent_lane_name(lane)), "call_id",
                                           json_string(c->id), "step", json_integer(r->step), NULL));
+    if (r->ngroup > 1)
+        agent_span_attrs(c->span,
+                         tk_json_obj("parallel", json_integer((json_int_t)r->ngroup), NULL));
     run_emit(r, "tool_start",
              tk_json_obj("call_id", json_string(c->id), "name", json_string(c->name), "lane",
                          json_string(agent_lane_name(lane)), "arguments",
@@ -567,12 +626,26 @@ static void next_tool(agent_run *r)
                          json_integer(r->step), NULL));
     if (r->cancel) {
         agent_result_error(&c->res, "not run: the turn was stopped");
-        tool_done(r);
+        call_done(c);
         return;
     }
     if (!c->tool) {
         agent_result_error(&c->res, "there is no tool named \"%s\"", c->name);
-        tool_done(r);
+        call_done(c);
+        return;
+    }
+    if (!name_allowed(r, c->name)) {
+        /* a nested run's own tool set: nothing else runs, whatever the model asks */
+        tk_buf b;
+        tk_buf_init(&b, 1 << 16);
+        for (char **p = r->tool_names; *p; p++)
+            if (agent_tools_find(*p))
+                tk_buf_printf(&b, "%s%s", b.len ? ", " : "", *p);
+        agent_result_error(&c->res, "%s is not one of the tools of this %s%s (its tools: %s)",
+                           c->name, r->label ? r->label : "agent", r->label ? " subagent" : "",
+                           b.len ? tk_buf_cstr(&b) : "none");
+        tk_buf_free(&b);
+        call_done(c);
         return;
     }
     if (!agent_lane_available(c->tool->lane) || (c->tool->available && !c->tool->available())) {
@@ -583,16 +656,15 @@ static void next_tool(agent_run *r)
                                c->name, app_get()->execution_missing);
         else
             agent_result_error(&c->res, "%s is not available on this server", c->name);
-        tool_done(r);
+        call_done(c);
         return;
     }
     if (!c->args) {
         agent_result_error(&c->res, "the arguments of %s are not valid JSON: %s", c->name,
                            c->args_error);
-        tool_done(r);
+        call_done(c);
         return;
     }
-    r->state = RUN_TOOL;
     if (c->tool->start) {
         c->tool->start(c, c->args);
         return;
@@ -600,8 +672,40 @@ static void next_tool(agent_run *r)
     if (tk_workpool_submit_then(agent_tool_pool(), agent_loop(), tool_work, tool_then, c) !=
         TK_OK) {
         agent_result_error(&c->res, "the server is too busy to run %s now; try again", c->name);
-        tool_done(r);
+        call_done(c);
     }
+}
+
+static void next_tool(agent_run *r)
+{
+    if (r->state == RUN_FINISHED)
+        return;
+    size_t total = json_array_size(r->calls);
+    if (r->call_idx >= total) {
+        run_step(r);
+        return;
+    }
+    /* one call, or a run of consecutive parallel ones */
+    size_t n = 1;
+    const agent_tool *t0 = tool_of(json_array_get(r->calls, r->call_idx));
+    if (t0 && t0->parallel)
+        while (r->call_idx + n < total && n < AGENT_PARALLEL_MAX) {
+            const agent_tool *t = tool_of(json_array_get(r->calls, r->call_idx + n));
+            if (!t || !t->parallel)
+                break;
+            n++;
+        }
+    r->group = tk_calloc(n, sizeof *r->group);
+    r->ngroup = r->npending = n;
+    r->gmsg = 0;
+    r->group_closing = 0;
+    r->state = RUN_TOOL;
+    r->group_guard++;
+    for (size_t i = 0; i < n; i++)
+        start_call(r, r->call_idx + i, i);
+    r->group_guard--;
+    if (r->npending == 0 && !r->group_guard)
+        group_done(r);
 }
 
 /* ---------------------------------------------------------------- deadline */
@@ -654,7 +758,27 @@ agent_run *agent_run_start(const agent_run_cfg *cfg)
     }
     r->messages = cfg->messages ? cfg->messages : json_array();
     r->cfg.messages = NULL;
-    r->tools_offered = agent_tools_offered(r->cfg.tools);
+    r->tools_offered = agent_tools_offered_at(r->cfg.tools, r->cfg.depth);
+    if (r->label || cfg->subagent_id) {
+        snprintf(r->subagent_id, sizeof r->subagent_id, "%s",
+                 cfg->subagent_id ? cfg->subagent_id : "");
+        snprintf(r->parent_call_id, sizeof r->parent_call_id, "%s",
+                 cfg->parent_call_id ? cfg->parent_call_id : "");
+        r->tags = json_object();
+        if (r->label)
+            json_object_set_new(r->tags, "agent", json_string(r->label));
+        if (r->subagent_id[0])
+            json_object_set_new(r->tags, "subagent_id", json_string(r->subagent_id));
+        if (r->parent_call_id[0])
+            json_object_set_new(r->tags, "parent_call_id", json_string(r->parent_call_id));
+        if (cfg->parent_subagent_id && *cfg->parent_subagent_id)
+            json_object_set_new(r->tags, "parent_subagent_id",
+                                json_string(cfg->parent_subagent_id));
+        json_object_set_new(r->tags, "depth", json_integer(r->cfg.depth));
+    }
+    r->cfg.subagent_id = r->subagent_id;
+    r->cfg.parent_call_id = r->parent_call_id;
+    r->cfg.parent_subagent_id = NULL; /* only in the tags */
     r->turn_state = json_object();
     if (r->cfg.max_steps <= 0)
         r->cfg.max_steps = 1;
@@ -701,9 +825,18 @@ void agent_run_cancel(agent_run *r, const char *code, const char *message)
         stop_now(r);
         return;
     }
-    if (r->state == RUN_TOOL && r->call && r->call->tool && r->call->tool->start &&
-        r->call->tool->cancel)
-        r->call->tool->cancel(r->call);
+    if (r->state == RUN_TOOL && r->group && !r->group_closing) {
+        /* asynchronous tools (subagents) are told; blocking ones see the flag */
+        r->group_guard++;
+        for (size_t i = 0; i < r->ngroup; i++) {
+            agent_call *c = r->group[i];
+            if (c && !c->done && c->tool && c->tool->start && c->tool->cancel)
+                c->tool->cancel(c);
+        }
+        r->group_guard--;
+        if (r->npending == 0 && !r->group_guard)
+            group_done(r);
+    }
     /* RUN_TOOL (blocking): the tool sees the flag; RUN_PERSISTING: the next
      * step checks it */
 }
@@ -760,6 +893,9 @@ void agent_run_free(agent_run *r)
     json_decref(r->tools_offered);
     json_decref(r->calls);
     json_decref(r->turn_state);
+    json_decref(r->tags);
+    if (r->group)
+        group_free(r);
     if (r->tool_names) {
         for (char **p = r->tool_names; *p; p++)
             free(*p);
@@ -782,7 +918,10 @@ agent_run_cfg agent_run_cfg_for_call(agent_call *call)
                          .max_steps = p->cfg.max_steps,
                          .deadline_mono_ms = p->cfg.deadline_mono_ms,
                          .trace = p->cfg.trace,
-                         .parent_span = agent_span_id(call->span)};
+                         .parent_span = agent_span_id(call->span),
+                         .depth = p->cfg.depth + 1,
+                         .parent_call_id = call->id,
+                         .parent_subagent_id = p->subagent_id[0] ? p->subagent_id : NULL};
     return cfg;
 }
 
@@ -816,6 +955,34 @@ const char *agent_call_turn(const agent_call *c)
 int agent_call_step(const agent_call *c)
 {
     return c->run->step;
+}
+
+int agent_call_depth(const agent_call *c)
+{
+    return c->run->cfg.depth;
+}
+
+const char *agent_call_agent(const agent_call *c)
+{
+    return c->run->label;
+}
+
+void agent_call_set_ud(agent_call *c, void *ud)
+{
+    c->ud = ud;
+}
+
+void *agent_call_ud(const agent_call *c)
+{
+    return c->ud;
+}
+
+void agent_call_add_usage(agent_call *c, int64_t input_tokens, int64_t output_tokens)
+{
+    if (input_tokens > 0)
+        c->run->in_tokens += input_tokens;
+    if (output_tokens > 0)
+        c->run->out_tokens += output_tokens;
 }
 
 agent_trace *agent_call_trace(agent_call *c)
@@ -876,7 +1043,7 @@ void agent_call_finish(agent_call *c, agent_result *res)
     agent_result_free(&c->res);
     c->res = *res;
     memset(res, 0, sizeof *res);
-    tool_done(c->run);
+    call_done(c);
 }
 
 json_t *agent_call_turn_state(agent_call *c)

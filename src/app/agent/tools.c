@@ -92,11 +92,16 @@ static int allowed(const char *const *allow, const char *name)
 
 json_t *agent_tools_offered(const char *const *allow)
 {
+    return agent_tools_offered_at(allow, 0);
+}
+
+json_t *agent_tools_offered_at(const char *const *allow, int depth)
+{
     json_t *out = json_array();
     for (size_t i = 0; i < ntools; i++) {
         const agent_tool *t = registry[i];
         if (!agent_lane_available(t->lane) || (t->available && !t->available()) ||
-            !allowed(allow, t->name))
+            !allowed(allow, t->name) || (t->offered_at && !t->offered_at(depth)))
             continue;
         json_t *params = json_loads(t->parameters ? t->parameters : "{}", 0, NULL);
         json_array_append_new(out,

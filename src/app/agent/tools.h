@@ -92,7 +92,18 @@ typedef struct agent_tool {
     /* Optional: 0 hides the tool even when its lane is available. */
     int (*available)(void);
     int order; /* tools with a lower order run first among calls of one answer */
+    /* Non-zero: consecutive calls of parallel tools in one answer run at the
+     * same time (at most AGENT_PARALLEL_MAX); their results are appended in
+     * the order the model gave them. Others run one by one. */
+    int parallel;
+    /* Optional: 0 leaves the tool out of what a run at this depth is offered
+     * (0: the turn's own run, 1: a subagent, ...). Called anyway, it runs and
+     * must refuse by itself (delegate_subagent past SUBAGENT_MAX_DEPTH). */
+    int (*offered_at)(int depth);
 } agent_tool;
+
+/* Parallel calls of one answer running at once, at most. */
+#define AGENT_PARALLEL_MAX 8
 
 /* Registers a tool (at start-up, before serving). The struct must outlive the
  * process (a static). A duplicate name aborts (a broken invariant). */
@@ -104,6 +115,8 @@ const agent_tool *agent_tools_at(size_t i);
  * allow: NULL for every available tool, or a NULL-terminated list of names
  * (a subagent's own tool set). */
 json_t *agent_tools_offered(const char *const *allow);
+/* The same for a run at a depth (see agent_tool.offered_at). */
+json_t *agent_tools_offered_at(const char *const *allow, int depth);
 
 /* The tools of issue 6 (plan_task, list_files, preview, write_file, read_file,
  * execute_command, execute_code); agent_init calls it. */
@@ -117,6 +130,18 @@ const char *agent_call_session(const agent_call *c); /* chat session id */
 const char *agent_call_user(const agent_call *c);    /* user id */
 const char *agent_call_turn(const agent_call *c);    /* turn id */
 int agent_call_step(const agent_call *c);
+/* The depth of the run making the call: 0 for the turn's own run, 1 for a
+ * subagent's, ... */
+int agent_call_depth(const agent_call *c);
+/* The label of the run making the call ("researcher"...), NULL for the turn's. */
+const char *agent_call_agent(const agent_call *c);
+/* A pointer of the tool's own for this call (asynchronous tools: the state the
+ * .cancel hook needs). Loop thread only. */
+void agent_call_set_ud(agent_call *c, void *ud);
+void *agent_call_ud(const agent_call *c);
+/* Adds a nested run's model usage to the run making the call (the turn's
+ * totals then include its subagents). Loop thread only. */
+void agent_call_add_usage(agent_call *c, int64_t input_tokens, int64_t output_tokens);
 /* The span of this tool call (parent for spans the tool records). */
 agent_trace *agent_call_trace(agent_call *c);
 const char *agent_call_span_id(const agent_call *c);

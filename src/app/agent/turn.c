@@ -10,6 +10,7 @@
 #include "app/agent/agent.h"
 #include "app/agent/events.h"
 #include "app/agent/history.h"
+#include "app/agent/memory.h"
 #include "app/agent/turn.h"
 #include "app/app.h"
 #include "app/auth/auth.h"
@@ -33,7 +34,8 @@ typedef struct turn {
     agent_span *root;
     agent_run *run;
     json_t *history;
-    int skip; /* the turn row was no longer queued */
+    agent_memory_offer mem; /* long-term memories found for the turn's text */
+    int skip;               /* the turn row was no longer queued */
     int prepare_failed;
     int cancel_requested;
     char cancel_code[32];
@@ -70,6 +72,7 @@ static void turn_free(turn *t)
         agent_run_free(t->run);
     agent_trace_free(t->trace);
     json_decref(t->history);
+    agent_memory_offer_free(&t->mem);
     free(t->content);
     free(t);
 }
@@ -187,6 +190,9 @@ static void prepare_work(void *ud)
             t->prepare_failed = 1;
     }
     PQclear(r);
+    /* the memories to offer the model (a failure only costs them) */
+    if (!t->skip && !t->prepare_failed)
+        agent_memory_lookup(c, t->user_id, t->session_id, t->content, &t->mem);
     app_db_release(c);
 }
 
@@ -218,11 +224,13 @@ static void prepare_then(void *ud)
         return;
     }
     const app_settings *s = app_get()->cfg;
+    char *system =
+        agent_memory_prompt(app_get()->system_prompt, &t->mem, t->trace, agent_span_id(t->root));
     agent_run_cfg cfg = {.session_id = t->session_id,
                          .user_id = t->user_id,
                          .turn_id = t->id,
                          .model = t->model,
-                         .system = app_get()->system_prompt,
+                         .system = system,
                          .messages = t->history,
                          .max_steps = (int)s->step_budget,
                          .deadline_mono_ms = t->t0_mono + s->turn_timeout_ms,
@@ -233,6 +241,7 @@ static void prepare_then(void *ud)
                          .ud = t};
     t->history = NULL; /* owned by the run */
     t->run = agent_run_start(&cfg);
+    free(system); /* the run keeps its own copy */
 }
 
 struct start_msg {
@@ -630,7 +639,8 @@ static void recover_turn(PGconn *c, const char *tid, const char *sid)
         "role = 'assistant'), ev AS (SELECT seq, data::jsonb AS d FROM events WHERE session_id = "
         "$2 AND turn_id = $1 AND type = 'text'), txt AS (SELECT (d->>'step')::int AS step, "
         "string_agg(d->>'delta', "
-        "'' ORDER BY seq) AS t FROM ev, last WHERE (d->>'step')::int > last.s GROUP BY 1 ORDER "
+        "'' ORDER BY seq) AS t FROM ev, last WHERE (d->>'step')::int > last.s AND NOT d ? "
+        "'subagent_id' GROUP BY 1 ORDER "
         "BY 1 DESC LIMIT 1) SELECT step, t FROM txt",
         2, ps);
     if (tk_pg_ok(r) && PQntuples(r) == 1 && PQgetlength(r, 0, 1) > 0) {
