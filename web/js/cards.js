@@ -1,7 +1,9 @@
 // The pieces of an answer besides its text: the plan card, tool-call cards,
-// the sandbox spawn notice, errors. Built from the events of docs/AGENT.md.
+// subagents nested in their delegate_subagent card, the sandbox spawn notice,
+// errors. Built from the events of docs/AGENT.md.
 import { renderPreview } from './files.js';
 import { fmtBytes, fmtDuration, h, icon } from './html.js';
+import { MarkdownView } from './markdown.js';
 
 const LANES = { fast: 'fast', sandbox: 'sandbox', browser: 'browser' };
 
@@ -57,6 +59,16 @@ function argsPreview(args) {
 // A one-line summary of the arguments for the card's header.
 function argsSummary(name, args) {
   if (!args || typeof args !== 'object') return typeof args === 'string' ? args.slice(0, 80) : '';
+  if (name === 'remember' && args.fact && typeof args.fact === 'object') {
+    const f = args.fact;
+    const dates = [f.valid_from && `from ${f.valid_from}`, f.valid_to && `until ${f.valid_to}`].filter(Boolean).join(' ');
+    return [f.subject, f.predicate, f.object].join(' · ') + (dates ? ` (${dates})` : '');
+  }
+  if (name === 'recall_facts' && args.entity) return args.at ? `${args.entity} on ${args.at}` : String(args.entity);
+  if (name === 'delegate_subagent' && args.role) {
+    const line = `${args.role}: ${String(args.task || '').split('\n')[0]}`;
+    return line.length > 90 ? `${line.slice(0, 90)}…` : line;
+  }
   const v = args.command ?? args.path ?? args.code ?? args.query ?? args.url ?? args.goal ?? Object.values(args)[0];
   if (v === undefined) return '';
   const s = typeof v === 'string' ? v : JSON.stringify(v);
@@ -88,6 +100,15 @@ export class ToolCard {
     this.details.append(summary, this.body);
     this.message = h('div.tool-message', { hidden: true });
     this.el = h('section.card.tool', { dataset: { callId: ev.call_id || '', tool: this.name, lane: ev.lane || 'fast' } }, this.details, this.message);
+  }
+
+  // A subagent this call started: shown inside the card, outside the fold.
+  addSubagent(view) {
+    if (!this.subs) {
+      this.subs = h('div.subagents');
+      this.details.after(this.subs);
+    }
+    this.subs.append(view.el);
   }
 
   out(ev) {
@@ -147,6 +168,72 @@ export class ToolCard {
     this.message.className = `tool-message ${kind}`;
     const title = { quota: 'Sandbox quota reached', 'fail-closed': 'Execution is off' }[kind];
     this.message.replaceChildren(icon(kind === 'quota' ? 'gauge' : kind === 'fail-closed' ? 'lock' : 'alert'), h('span', {}, title ? h('strong', { text: `${title}: ` }) : null, r || 'the tool failed'));
+  }
+}
+
+// ---------- subagents ----------
+
+const ROLE_TITLE = { researcher: 'Researcher', coder: 'Coder', reviewer: 'Reviewer' };
+
+// One subagent's run, nested in its delegate_subagent card: its task, its
+// text as it streams, its own tool cards, and how it ended.
+export class SubagentView {
+  constructor(ev) {
+    this.id = ev.subagent_id;
+    this.role = ev.agent || ev.role || 'subagent';
+    this.ended = false;
+    this.text = null;
+    this.textStep = null;
+    this.state = h('span.sub-state.running', {}, h('span.spinner'), h('span', { text: 'working' }));
+    this.meta = h('span.sub-meta');
+    this.task = h('p.sub-task', { hidden: true });
+    this.body = h('div.sub-body');
+    this.el = h(
+      'section.subagent',
+      { dataset: { subagentId: this.id || '', role: this.role, depth: String(ev.depth || 1) }, 'aria-label': `${ROLE_TITLE[this.role] || this.role} subagent` },
+      h('header.sub-head', {}, h('span.sub-role', { text: ROLE_TITLE[this.role] || this.role }), h('span.chip', { text: 'subagent' }), this.meta, this.state),
+      this.task,
+      this.body,
+    );
+    if (ev.task) this.start(ev);
+  }
+
+  start(ev) {
+    this.meta.textContent = [ev.model, ev.max_steps ? `≤ ${ev.max_steps} steps` : ''].filter(Boolean).join(' · ');
+    if (ev.task) {
+      this.task.textContent = ev.task;
+      this.task.hidden = false;
+    }
+  }
+
+  add(node) {
+    this.body.append(node);
+    this.text = null;
+    return node;
+  }
+
+  appendText(delta, step) {
+    if (!this.text || this.textStep !== step) {
+      const el = h('div.segment.sub-text');
+      this.body.append(el);
+      this.text = new MarkdownView(el);
+      this.textStep = step;
+    }
+    this.text.append(delta);
+  }
+
+  end(ev) {
+    if (this.ended) return;
+    this.ended = true;
+    const state = ev.state || 'done';
+    this.el.dataset.state = state;
+    const parts = [state === 'done' ? 'done' : state === 'cancelled' ? 'stopped' : 'failed'];
+    if (ev.steps !== undefined) parts.push(`${ev.steps} step${ev.steps === 1 ? '' : 's'}`);
+    if (ev.tool_calls !== undefined) parts.push(`${ev.tool_calls} tool call${ev.tool_calls === 1 ? '' : 's'}`);
+    if (ev.duration_ms !== undefined) parts.push(fmtDuration(ev.duration_ms));
+    this.state.className = `sub-state ${state}`;
+    this.state.replaceChildren(icon(state === 'done' ? 'check' : 'x'), h('span', { text: parts.join(' · ') }));
+    if (state !== 'done' && ev.error) this.add(h('p.sub-error', { text: ev.error }));
   }
 }
 

@@ -5,11 +5,11 @@
 // dropped connection resumes with Last-Event-ID (EventSource does that), and
 // a reload in the middle of a turn picks the turn up where it is.
 import { ApiError } from './api.js';
-import { PlanCard, ToolCard, errorCard, goneNotice, spawnNotice } from './cards.js';
+import { PlanCard, SubagentView, ToolCard, errorCard, goneNotice, spawnNotice } from './cards.js';
 import { $, clear, fmtDuration, h, icon } from './html.js';
 import { MarkdownView } from './markdown.js';
 
-const EVENT_TYPES = ['turn_start', 'text', 'plan', 'plan_update', 'tool_start', 'tool_output', 'tool_end', 'sandbox_spawn', 'sandbox_gone', 'error', 'turn_end'];
+const EVENT_TYPES = ['turn_start', 'text', 'plan', 'plan_update', 'tool_start', 'tool_output', 'tool_end', 'sandbox_spawn', 'sandbox_gone', 'error', 'subagent_start', 'subagent_end', 'turn_end'];
 const FILE_TOOLS = /^(write_file|execute_command|execute_code|run_python|create_|edit_file|delete_file|upload)/;
 
 class Turn {
@@ -18,7 +18,8 @@ class Turn {
     this.view = view;
     this.state = 'running';
     this.content = '';
-    this.cards = new Map();
+    this.cards = new Map(); // call_id → card; a subagent's: "<subagent_id>|<call_id>"
+    this.subagents = new Map(); // subagent_id → SubagentView
     this.text = null; // the text segment being written
     this.textStep = null;
     this.error = null;
@@ -57,6 +58,7 @@ class Turn {
       this.showError({ code: ev.error_code, message: ev.error || (this.error && this.error.message) });
     }
     for (const card of this.cards.values()) if (card.status.classList.contains('running')) card.end({ ok: false, result: this.state === 'cancelled' ? 'stopped' : 'not finished' });
+    for (const sub of this.subagents.values()) sub.end({ state: this.state === 'done' ? 'failed' : this.state });
     this.renderFoot();
   }
 
@@ -183,9 +185,11 @@ export class ChatView {
     }
     const t = this.turnFor(ev.turn_id);
     if (!t) return;
+    // a subagent's events go into its view, nested in the card of the call
+    // that started it (parent_call_id)
+    if (ev.subagent_id) return this.nested(t, type, ev);
     switch (type) {
       case 'text':
-        if (ev.agent) return; // a subagent's own text: visible in the trace
         t.appendText(ev.delta || '', ev.step);
         break;
       case 'plan':
@@ -252,6 +256,59 @@ export class ChatView {
         }
         this.opts.onFilesChanged();
         this.opts.onTitle();
+        if (this.opts.onTurnEnd) this.opts.onTurnEnd();
+        break;
+      default:
+        break;
+    }
+  }
+
+  // The events of a subagent (tagged subagent_id, parent_call_id, depth).
+  nested(t, type, ev) {
+    const key = (sid, callId) => `${sid}|${callId}`;
+    let view = t.subagents.get(ev.subagent_id);
+    if (!view) {
+      view = new SubagentView(ev);
+      t.subagents.set(ev.subagent_id, view);
+      const parent = t.cards.get(ev.parent_subagent_id ? key(ev.parent_subagent_id, ev.parent_call_id) : ev.parent_call_id);
+      if (parent) parent.addSubagent(view);
+      else t.add(view.el);
+    }
+    const card = ev.call_id ? t.cards.get(key(ev.subagent_id, ev.call_id)) : null;
+    switch (type) {
+      case 'subagent_start':
+        view.start(ev);
+        break;
+      case 'text':
+        view.appendText(ev.delta || '', ev.step);
+        break;
+      case 'tool_start': {
+        const c = new ToolCard(ev);
+        c.el.dataset.agent = ev.agent || '';
+        t.cards.set(key(ev.subagent_id, ev.call_id), c);
+        view.add(c.el);
+        break;
+      }
+      case 'tool_output':
+        if (card) card.out(ev);
+        break;
+      case 'tool_end':
+        if (card) card.end(ev);
+        if (ev.ok !== false && FILE_TOOLS.test(ev.name || '')) this.opts.onFilesChanged();
+        break;
+      case 'sandbox_spawn':
+        if (card) card.el.before(spawnNotice(ev));
+        else view.add(spawnNotice(ev));
+        break;
+      case 'sandbox_gone':
+        view.add(goneNotice(ev));
+        break;
+      case 'error':
+        if (ev.code === 'SANDBOX_QUOTA' && card) card.quota = ev;
+        else view.add(errorCard(ev, null));
+        break;
+      case 'subagent_end':
+        view.end(ev);
         break;
       default:
         break;

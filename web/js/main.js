@@ -2,20 +2,21 @@
 //   sidebar.js   chats: new, rename, delete, search
 //   chat.js      the conversation, from the session's event stream
 //   composer.js  the message box, model picker, skills menu, uploads
-//   panel.js     side panel tabs: files.js (Files), trace.js (Trace)
+//   panel.js     side panel tabs: files.js (Files), trace.js (Trace), memory.js (Memory)
 // No framework and no build step: ES modules served from the binary.
 import { api, ApiError, setCsrf, setUnauthorizedHandler } from './api.js';
 import { ChatView } from './chat.js';
 import { Composer } from './composer.js';
 import { FilesView } from './files.js';
 import { $, h, icon } from './html.js';
+import { MemoryView, confirmDialog } from './memory.js';
 import { Panel } from './panel.js';
 import { Sidebar, alertError } from './sidebar.js';
 import { initTheme } from './theme.js';
 import { TraceView } from './trace.js';
 
 const state = { me: null, models: [], session: null, config: null };
-let chat, composer, sidebar, panel, files, trace;
+let chat, composer, sidebar, panel, files, trace, memory;
 
 // ---------- sign-in ----------
 
@@ -323,6 +324,8 @@ function init() {
   panel = new Panel($('#panel'));
   panel.addTab('files', 'Files', files);
   panel.addTab('trace', 'Trace', trace);
+  memory = new MemoryView({ confirm: confirmDialog });
+  panel.addTab('memory', 'Memory', memory);
   let titleTimer = null;
   chat = new ChatView($('#messages'), {
     onTrace: (id) => {
@@ -330,6 +333,7 @@ function init() {
       trace.show(id);
     },
     onFilesChanged: () => files.changed(),
+    onTurnEnd: () => memory.changed(),
     onActive: (busy) => composer && composer.setBusy(busy),
     onRetry: (text) => send(text, composer.model.value || null),
     onTitle: () => {

@@ -1,8 +1,9 @@
 // The Trace tab: the spans of one turn (GET /api/turns/{id}/trace) as a
 // waterfall — model calls, tool calls with their lane, sandbox and browser
-// spawns, subagents — and the attributes of the chosen span. The sandbox
-// spawn span is chosen first: its tier, trigger, call, pool, quota,
-// credentials and idle_ttl say why and how a container started.
+// spawns, subagents (their spans nested under the delegate_subagent call),
+// the memories offered at the start — and the attributes of the chosen span.
+// The sandbox spawn span is chosen first: its tier, trigger, call, pool,
+// quota, credentials and idle_ttl say why and how a container started.
 import { api } from './api.js';
 import { clear, fmtDuration, h } from './html.js';
 import { laneBadge } from './cards.js';
@@ -59,12 +60,16 @@ export class TraceView {
     const end = Math.max(...spans.map((s) => Date.parse(s.started_at) + Number(s.duration_ms || 0)));
     const total = Math.max(end - t0, 1);
     const spawns = spans.filter((s) => s.kind === 'sandbox_spawn').length;
+    const mem = spans.find((s) => s.kind === 'memory');
+    const subs = spans.filter((s) => s.kind === 'subagent').length;
     this.head.replaceChildren(
       h('div.kicker', { text: 'trace · one chat turn' }),
       turn.model ? h('span.chip', { text: turn.model }) : null,
       h('span.chip', { text: turn.state || '' }),
       h('span.chip', { text: `${spans.length} spans` }),
       h('span.chip.sandboxes', { text: `sandboxes ${spawns}` }),
+      mem ? h('span.chip.memories', { title: 'long-term memories offered to the model at the start of the turn', text: `memories ${mem.attrs.count || 0} · ${mem.attrs.tokens || 0} tokens` }) : null,
+      subs ? h('span.chip.subagents', { text: `subagents ${subs}` }) : null,
     );
     // parents before children, siblings by start
     const byParent = new Map();
@@ -104,9 +109,14 @@ export class TraceView {
     const a = s.attrs || {};
     const keys = s.kind === 'sandbox_spawn' ? [...SPAWN_KEYS.filter((k) => k in a), ...Object.keys(a).filter((k) => !SPAWN_KEYS.includes(k))] : Object.keys(a);
     const val = (v) => (typeof v === 'string' ? v : JSON.stringify(v));
+    // the memories offered: one line each, with what they cost
+    const dd = (k) =>
+      s.kind === 'memory' && k === 'memories' && Array.isArray(a[k])
+        ? h('dd', {}, a[k].length ? h('ol.offered', {}, a[k].map((m) => h('li', { dataset: { memoryId: m.id || '' } }, h('span', { text: m.text || '' }), h('span.muted', { text: ` · ${m.tokens} tokens` })))) : 'none')
+        : h('dd', { text: val(a[k]) });
     this.attrs.replaceChildren(
-      h('div.attrs-title', {}, h('strong', { text: s.kind === 'sandbox_spawn' ? 'sandbox spawn' : s.name }), h('span.muted', { text: ` · ${fmtDuration(s.duration_ms)} · ${s.status}` })),
-      h('dl.attrs', { dataset: { kind: s.kind } }, keys.flatMap((k) => [h('dt', { text: k }), h('dd', { text: val(a[k]) })])),
+      h('div.attrs-title', {}, h('strong', { text: s.kind === 'sandbox_spawn' ? 'sandbox spawn' : s.kind === 'subagent' ? `${s.name} subagent` : s.name }), h('span.muted', { text: ` · ${fmtDuration(s.duration_ms)} · ${s.status}` })),
+      h('dl.attrs', { dataset: { kind: s.kind } }, keys.flatMap((k) => [h('dt', { text: k }), dd(k)])),
     );
   }
 }
