@@ -22,8 +22,8 @@
 static char *opt_listen, *opt_key, *opt_runtime, *opt_state, *opt_image, *opt_execd, *opt_userns;
 static char *opt_ws_size, *opt_tmp_size, *opt_def_mem, *opt_def_cpu, *opt_pool_name;
 static char *opt_docker_host, *opt_docker_image; /* the docker runtime's */
-static int64_t opt_pool, opt_idle, opt_min_timeout, opt_max_timeout, opt_max_sbx, opt_def_pids,
-    opt_max_pids;
+static int64_t opt_pool, opt_refill_quiet, opt_refill_max, opt_idle, opt_min_timeout,
+    opt_max_timeout, opt_max_sbx, opt_def_pids, opt_max_pids;
 static int opt_insecure;
 
 static int check_bytes(const char *v, char *msg, size_t msglen)
@@ -75,6 +75,13 @@ static tk_setting settings[] = {
      .out = &opt_execd},
     {"SANDBOX_WARM_POOL_SIZE", "warm-pool-size", TK_SET_INT, "2", "ready sandboxes kept started",
      .min = 0, .max = 64, .out = &opt_pool},
+    {"SANDBOX_POOL_REFILL_QUIET", "pool-refill-quiet", TK_SET_DURATION, "10ms",
+     "a pool refill waits until no create, delete or proxied request has begun or ended for "
+     "this long (0: refill at once)",
+     .min = 0, .max = 60000, .out = &opt_refill_quiet},
+    {"SANDBOX_POOL_REFILL_MAX_WAIT", "pool-refill-max-wait", TK_SET_DURATION, "1s",
+     "the longest a pool refill waits for a quiet moment (an empty pool refills at once)", .min = 0,
+     .max = 600000, .out = &opt_refill_max},
     {"SANDBOX_IDLE_TTL", "idle-ttl", TK_SET_DURATION, "30m",
      "a sandbox with no proxied activity for this long is reaped (0: never)", .min = 0,
      .max = 30LL * 24 * 3600 * 1000, .out = &opt_idle},
@@ -201,6 +208,8 @@ int main(int argc, char **argv)
                            .cpu_millis = (ncpu > 0 ? ncpu : 1) * 1000,
                            .pids = opt_max_pids}},
         .pool_name = opt_pool_name,
+        .pool_refill_quiet_ms = opt_refill_quiet,
+        .pool_refill_max_ms = opt_refill_max,
     };
     char err[1024];
     sbx_service *svc = sbx_service_open(&sc, err, sizeof err);

@@ -2,8 +2,19 @@
  * pool.c — the warm pool: SANDBOX_WARM_POOL_SIZE sandboxes started ahead of any
  * request (namespaces, mounts, cgroups, execd already running), so a create is
  * a claim: limits written to the cgroup, env and entrypoint handed to the init.
- * A refill starts as soon as one is taken. Pool members are never listed; after
- * a restart they are destroyed and made anew (their init's channel is gone).
+ * Pool members are never listed; after a restart they are destroyed and made
+ * anew (their init's channel is gone).
+ *
+ * When a refill starts: at once when the pool is empty (the next create would
+ * be cold); otherwise once the service has been quiet for
+ * SANDBOX_POOL_REFILL_QUIET (no create, delete, proxied request begun or ended),
+ * and at the latest SANDBOX_POOL_REFILL_MAX_WAIT after the pool fell short.
+ * Starting a sandbox is a clone of this (large, multi-threaded) process — it
+ * holds our mmap lock while it copies the page tables, so our other threads'
+ * page faults wait — then namespaces, mounts and a cgroup migration, most of it
+ * kernel work that is not preempted. On a small machine that competes with the
+ * claim it refills for and with the first command run in the claimed sandbox
+ * (measured: a warm acquire 7.5 → ~4 ms p50 on 2 cores when it waits).
  */
 #include <stdio.h>
 #include <string.h>
@@ -13,16 +24,44 @@
 #include "sandboxd/service.h"
 #include "sandboxd/store.h"
 
+/* The oldest ready member (the list is newest first): the one whose start-up
+ * work is most surely over. */
 sbx_sandbox *sbx_pool_take_locked(sbx_service *svc)
 {
-    for (sbx_sandbox *s = svc->list; s; s = s->next) {
-        if (s->state == SBX_POOLED && s->inst && !s->busy) {
-            s->busy = 1;
-            svc->pool_ready--;
-            return s;
-        }
+    sbx_sandbox *found = NULL;
+    for (sbx_sandbox *s = svc->list; s; s = s->next)
+        if (s->state == SBX_POOLED && s->inst && !s->busy)
+            found = s;
+    if (found) {
+        found->busy = 1;
+        svc->pool_ready--;
     }
-    return NULL;
+    return found;
+}
+
+/* Waits on pool_cv (mu held) for at most ms. */
+static void wait_ms(sbx_service *svc, int64_t ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ms = TK_MAX(1, TK_MIN(ms, 1000));
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&svc->pool_cv, &svc->mu, &ts);
+}
+
+/* When the next refill may start (tk_mono_ms(); mu held, the pool short). */
+int64_t sbx_pool_refill_at_locked(const sbx_service *svc)
+{
+    if (svc->pool_ready <= 0)
+        return 0; /* empty: the next create would be cold */
+    int64_t quiet = svc->last_activity + svc->cfg.pool_refill_quiet_ms;
+    int64_t latest = svc->pool_short_since + svc->cfg.pool_refill_max_ms;
+    return TK_MIN(quiet, latest);
 }
 
 static void *pool_main(void *arg)
@@ -32,14 +71,24 @@ static void *pool_main(void *arg)
     pthread_mutex_lock(&svc->mu);
     while (!svc->stopping) {
         int64_t now = tk_now_ms();
-        if (svc->pool_ready + svc->pool_starting >= svc->cfg.pool_size ||
-            now < svc->pool_backoff_until) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_sec += 1;
-            pthread_cond_timedwait(&svc->pool_cv, &svc->mu, &ts);
+        if (svc->pool_ready + svc->pool_starting >= svc->cfg.pool_size) {
+            svc->pool_short_since = 0;
+            wait_ms(svc, 1000);
             continue;
         }
+        if (now < svc->pool_backoff_until) {
+            wait_ms(svc, svc->pool_backoff_until - now);
+            continue;
+        }
+        int64_t mono = tk_mono_ms();
+        if (!svc->pool_short_since)
+            svc->pool_short_since = mono;
+        int64_t at = sbx_pool_refill_at_locked(svc);
+        if (mono < at) {
+            wait_ms(svc, at - mono);
+            continue;
+        }
+        svc->pool_short_since = 0;
         sbx_sandbox *s = sbx_service_new_locked(svc, SBX_POOLED);
         s->busy = 1;
         s->limits = svc->cfg.policy.def;

@@ -177,6 +177,58 @@ static tk_status wait_reply(sbx_instance *in, long timeout_ms, const char *what,
     return TK_ERROR;
 }
 
+/* Waits until execd answers on its socket (a pool member's: a claim should find
+ * it loaded and serving, not still starting). The connection itself always
+ * succeeds (we bound the socket); the answer comes once execd serves. */
+static tk_status wait_served(sbx_instance *in, long timeout_ms, char *err, size_t errlen)
+{
+    static const char req[] = "GET /healthz HTTP/1.0\r\n\r\n";
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    snprintf(sun.sun_path, sizeof sun.sun_path, "%s", in->sock);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    tk_status st = TK_ERROR;
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof sun) != 0 ||
+        send(fd, req, sizeof req - 1, MSG_NOSIGNAL) != (ssize_t)(sizeof req - 1)) {
+        snprintf(err, errlen, "ready: connect to execd: %s", strerror(errno));
+        goto out;
+    }
+    int64_t end = tk_mono_ms() + timeout_ms;
+    for (;;) {
+        struct pollfd pf[2] = {{fd, POLLIN, 0}, {in->pidfd, POLLIN, 0}};
+        int64_t left = end - tk_mono_ms();
+        if (left <= 0) {
+            snprintf(err, errlen, "ready: execd did not answer within %ld ms", timeout_ms);
+            st = TK_ETIMEOUT;
+            goto out;
+        }
+        int n = poll(pf, in->pidfd >= 0 ? 2 : 1, (int)left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            snprintf(err, errlen, "ready: poll: %s", strerror(errno));
+            goto out;
+        }
+        if (pf[1].revents) {
+            snprintf(err, errlen, "ready: the sandbox's init exited");
+            goto out;
+        }
+        if (pf[0].revents) {
+            char b[16];
+            ssize_t r = recv(fd, b, sizeof b, MSG_DONTWAIT);
+            if (r > 0) {
+                st = TK_OK;
+            } else {
+                snprintf(err, errlen, "ready: execd closed the connection without an answer");
+            }
+            goto out;
+        }
+    }
+out:
+    if (fd >= 0)
+        close(fd);
+    return st;
+}
+
 static void instance_free(sbx_instance *in)
 {
     if (in->sync_fd >= 0)
@@ -367,10 +419,17 @@ static tk_status native_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
     int64_t t_go = tk_mono_ns();
     if (wait_reply(in, 10000, "start", err, errlen) != TK_OK)
         goto fail;
+    int64_t t_ready = tk_mono_ns();
+    /* a pool member is ready once execd serves: a claim should not find it
+     * still loading (its start-up would compete with the first command) */
+    if (spec->pooled && wait_served(in, 10000, err, errlen) != TK_OK)
+        goto fail;
     tk_debug("native",
-             "msg=\"started\" id=%s clone_ms=%.3f maps_ms=%.3f attach_ms=%.3f child_ms=%.3f",
+             "msg=\"started\" id=%s clone_ms=%.3f maps_ms=%.3f attach_ms=%.3f child_ms=%.3f "
+             "served_ms=%.3f",
              in->id, (double)(t_clone - t_prep) / 1e6, (double)(t_maps - t_clone) / 1e6,
-             (double)(t_go - t_maps) / 1e6, (double)(tk_mono_ns() - t_go) / 1e6);
+             (double)(t_go - t_maps) / 1e6, (double)(t_ready - t_go) / 1e6,
+             (double)(tk_mono_ns() - t_ready) / 1e6);
     free(tok_env);
     tk_buf_free(&go);
     *out = in;

@@ -41,6 +41,11 @@ sbx_sandbox *sbx_service_new_locked(sbx_service *svc, sbx_state st)
     return s;
 }
 
+void sbx_service_touch_locked(sbx_service *svc)
+{
+    svc->last_activity = tk_mono_ms();
+}
+
 void sbx_service_unlink_locked(sbx_service *svc, sbx_sandbox *s)
 {
     for (sbx_sandbox **pp = &svc->list; *pp; pp = &(*pp)->next) {
@@ -184,6 +189,7 @@ tk_status sbx_service_create(sbx_service *svc, const sbx_create_req *req, sbx_sa
                (long long)svc->cfg.max_sandboxes);
         return TK_ERROR;
     }
+    sbx_service_touch_locked(svc);
     sbx_sandbox *s = sbx_pool_take_locked(svc);
     int pooled = s != NULL;
     if (!s) {
@@ -255,6 +261,7 @@ tk_status sbx_service_create(sbx_service *svc, const sbx_create_req *req, sbx_sa
     s->busy = 0;
     sbx_sandbox_set_state(s, SBX_RUNNING, "ready",
                           pooled ? "started from the warm pool" : "started");
+    sbx_service_touch_locked(svc);
     sbx_service_save_locked(svc, s);
     pthread_mutex_unlock(&svc->mu);
     *from_pool = pooled;
@@ -300,6 +307,7 @@ tk_status sbx_service_delete(sbx_service *svc, const char *id, sbx_result *res)
         return TK_ENOENT;
     pthread_mutex_lock(&svc->mu);
     sbx_sandbox_set_state(s, SBX_STOPPING, "user_delete", "deleting");
+    sbx_service_touch_locked(svc);
     pthread_mutex_unlock(&svc->mu);
     sbx_service_finish(svc, s, SBX_TERMINATED, "user_delete", "deleted");
     tk_info("service", "msg=\"sandbox deleted\" id=%s", id);
@@ -495,6 +503,7 @@ tk_status sbx_service_proxy_begin(sbx_service *svc, const char *id, char *sock, 
     } else {
         snprintf(sock, socklen, "%s", svc->rt->ops->execd_socket(s->inst));
         s->active++;
+        sbx_service_touch_locked(svc);
         int64_t now = tk_now_ms();
         s->last_active_ms = now;
         if (s->renew_extend_s && s->expires_ms && now + s->renew_extend_s * 1000 > s->expires_ms) {
@@ -515,6 +524,7 @@ void sbx_service_proxy_end(sbx_service *svc, const char *id)
             s->active--;
         s->last_active_ms = tk_now_ms();
     }
+    sbx_service_touch_locked(svc);
     pthread_mutex_unlock(&svc->mu);
 }
 

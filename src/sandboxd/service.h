@@ -32,6 +32,11 @@ typedef struct {
     int64_t tombstone_ms;  /* how long Terminated sandboxes stay visible */
     sbx_limit_policy policy;
     const char *pool_name; /* extensions.poolRef that names our pool */
+    /* A refill waits until the service has been quiet this long (no create,
+     * delete, proxied request begun or ended), at most pool_refill_max_ms after
+     * the pool fell short, and not at all when the pool is empty (pool.c). */
+    int64_t pool_refill_quiet_ms;
+    int64_t pool_refill_max_ms;
 } sbx_service_config;
 
 typedef struct sbx_service {
@@ -49,6 +54,8 @@ typedef struct sbx_service {
     int pool_ready; /* pool members ready to hand out */
     int pool_starting;
     int64_t pool_backoff_until;
+    int64_t pool_short_since; /* tk_mono_ms() when the pool fell short; 0: it is not */
+    int64_t last_activity;    /* tk_mono_ms() of the last create, delete or proxied request */
     pthread_t pool_thr, reaper_thr;
     int threads_started;
 } sbx_service;
@@ -117,6 +124,8 @@ tk_status sbx_service_proxy_begin(sbx_service *svc, const char *id, char *sock, 
 void sbx_service_proxy_end(sbx_service *svc, const char *id);
 
 /* Internal (pool.c, reaper.c, service.c). */
+/* Notes activity (mu held): a pool refill waits for a quiet moment. */
+void sbx_service_touch_locked(sbx_service *svc);
 void sbx_service_save_locked(sbx_service *svc, sbx_sandbox *s);
 sbx_sandbox *sbx_service_new_locked(sbx_service *svc, sbx_state st);
 void sbx_service_unlink_locked(sbx_service *svc, sbx_sandbox *s);
@@ -126,6 +135,8 @@ void sbx_service_finish(sbx_service *svc, sbx_sandbox *s, sbx_state final, const
 void sbx_pool_start(sbx_service *svc);
 /* A ready pool member marked busy (mu held), or NULL. */
 sbx_sandbox *sbx_pool_take_locked(sbx_service *svc);
+/* When a refill of a short pool may start, in tk_mono_ms() time (mu held). */
+int64_t sbx_pool_refill_at_locked(const sbx_service *svc);
 void sbx_pool_destroy_all(sbx_service *svc);
 void sbx_reaper_start(sbx_service *svc);
 

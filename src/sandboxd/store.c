@@ -30,6 +30,27 @@ tk_status sbx_store_init(const char *state_dir, char *err, size_t errlen)
     return TK_OK;
 }
 
+/* Puts tmp in place of fin atomically: a reader (or a restart after kill -9)
+ * sees the old record or the new one, never neither. Replacing an existing file
+ * is an exchange of the two names and an unlink of the old one rather than a
+ * rename over it: on ext4 a rename over a file flushes the new file's data
+ * (auto_da_alloc), ~0.25 ms to several ms of I/O in every create's answer.
+ * Without fsync neither is durable across a power loss, and was not before (a
+ * record found unreadable after one is cleaned up like a half-made sandbox).
+ * Falls back to rename where exchanging is not supported. */
+static tk_status replace(const char *tmp, const char *fin, char *err, size_t errlen)
+{
+    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, fin, RENAME_EXCHANGE) == 0) {
+        unlink(tmp); /* the old record; left behind by a crash, the next save truncates it */
+        return TK_OK;
+    }
+    if (rename(tmp, fin) != 0) { /* the first record, or no RENAME_EXCHANGE here */
+        snprintf(err, errlen, "rename %s: %s", tmp, strerror(errno));
+        return TK_ERROR;
+    }
+    return TK_OK;
+}
+
 tk_status sbx_store_save(const char *state_dir, const char *id, const json_t *rec, char *err,
                          size_t errlen)
 {
@@ -56,10 +77,8 @@ tk_status sbx_store_save(const char *state_dir, const char *id, const json_t *re
             st = TK_ERROR;
         }
         close(fd);
-        if (st == TK_OK && rename(tmp, fin) != 0) {
-            snprintf(err, errlen, "rename %s: %s", tmp, strerror(errno));
-            st = TK_ERROR;
-        }
+        if (st == TK_OK)
+            st = replace(tmp, fin, err, errlen);
     }
     free(text);
     return st;
