@@ -4,8 +4,10 @@
  *
  *   acquire sandboxd <url> <api-key> <runs> <label> [expect-pool]
  *       POST /v1/sandboxes, GET the endpoint (the execd token), POST
- *       /proxy/44772/command "echo ready" until the first stdout event, over one
- *       kept-alive connection as an HTTP client would; then (untimed) DELETE.
+ *       /proxy/44772/command "echo ready" until the first stdout event (the
+ *       clock stops when its bytes arrive), over one kept-alive connection as
+ *       an HTTP client would; then (untimed) DELETE. The notes give the p50 of
+ *       each of the three requests (create, endpoint, command to first output).
  *       expect-pool "warm" waits for the pool to refill between runs and counts
  *       runs that were not warm: 40 ms, or, with ACQUIRE_POOL_DIR=<state dir>
  *       (the docker rows: a refill takes longer), until a ready pool member's
@@ -59,6 +61,7 @@ typedef struct {
     tk_buf body;
     int stop_at_stdout;
     int got_stdout;
+    int64_t stdout_ns; /* when the first stdout event arrived */
     char pool[16];
 } client;
 
@@ -67,6 +70,7 @@ static size_t on_body(char *d, size_t sz, size_t n, void *ud)
     client *k = ud;
     size_t len = sz * n;
     if (k->stop_at_stdout && memmem(d, len, "\"stdout\"", 8)) {
+        k->stdout_ns = tk_mono_ns();
         k->got_stdout = 1;
         return 0; /* the first output is here: stop the transfer */
     }
@@ -147,6 +151,8 @@ static int run_sandboxd(const char *url, const char *key, int runs, const char *
                         const char *expect)
 {
     double *v = calloc((size_t)runs, sizeof *v);
+    double *ph[3] = {calloc((size_t)runs, sizeof(double)), calloc((size_t)runs, sizeof(double)),
+                     calloc((size_t)runs, sizeof(double))};
     client k = {.c = curl_easy_init()};
     tk_buf_init(&k.body, 1 << 20);
     curl_easy_setopt(k.c, CURLOPT_WRITEFUNCTION, on_body);
@@ -176,6 +182,7 @@ static int run_sandboxd(const char *url, const char *key, int runs, const char *
             errors++;
             continue;
         }
+        int64_t t_created = tk_mono_ns();
         json_t *j = tk_json_parse(k.body.data, k.body.len, 1 << 20, err, sizeof err);
         char id[64];
         snprintf(id, sizeof id, "%s", tk_json_str_or(j, "id", ""));
@@ -191,10 +198,14 @@ static int run_sandboxd(const char *url, const char *key, int runs, const char *
         h2 = curl_slist_append(h2, "Content-Type: application/json");
         h2 = curl_slist_append(h2, "Expect:");
         snprintf(u, sizeof u, "%s/v1/sandboxes/%s/proxy/44772/command", url, id);
+        int64_t t_cmd = tk_mono_ns();
         request(&k, "POST", u, h2, "{\"command\":\"echo ready\"}", 1);
-        int64_t t1 = tk_mono_ns();
+        int64_t t1 = k.stdout_ns;
         curl_slist_free_all(h2);
         if (k.got_stdout) {
+            ph[0][n] = (double)(t_created - t0) / 1e6;
+            ph[1][n] = (double)(t_cmd - t_created) / 1e6;
+            ph[2][n] = (double)(t1 - t_cmd) / 1e6;
             v[n++] = (double)(t1 - t0) / 1e6;
             if (expect && strcmp(k.pool, expect) != 0)
                 misses++;
@@ -204,11 +215,20 @@ static int run_sandboxd(const char *url, const char *key, int runs, const char *
         snprintf(u, sizeof u, "%s/v1/sandboxes/%s", url, id);
         request(&k, "DELETE", u, h, NULL, 0);
     }
-    char note[128];
-    snprintf(note, sizeof note, "%d errors", errors);
+    char note[256];
+    int off = snprintf(note, sizeof note, "%d errors", errors);
     if (expect && misses)
-        snprintf(note, sizeof note, "%d errors, %d of %d not %s", errors, misses, n, expect);
+        off = snprintf(note, sizeof note, "%d errors, %d of %d not %s", errors, misses, n, expect);
+    if (n > 0) {
+        for (int i = 0; i < 3; i++)
+            qsort(ph[i], (size_t)n, sizeof(double), cmp);
+        snprintf(note + off, sizeof note - (size_t)off,
+                 "; p50 create %.2f + endpoint %.2f + command %.2f", ph[0][(n - 1) / 2],
+                 ph[1][(n - 1) / 2], ph[2][(n - 1) / 2]);
+    }
     row(label, v, n, note);
+    for (int i = 0; i < 3; i++)
+        free(ph[i]);
     curl_slist_free_all(h);
     curl_easy_cleanup(k.c);
     tk_buf_free(&k.body);

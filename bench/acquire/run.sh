@@ -3,7 +3,9 @@
 # p50/p99 over RUNS runs (default 200) each:
 #   tusko-sandboxd, warm pool      (SANDBOX_WARM_POOL_SIZE=2)
 #   tusko-sandboxd, cold           (no pool: namespaces, mounts, cgroups, execd from scratch)
-#   bwrap --unshare-all            (the same command in the same image, no service around it)
+#   bwrap --unshare-all            (the same command in the same image, no service around it:
+#                                   with the image's /bin/sh (dash), and with /bin/bash, which
+#                                   is what execd runs commands with)
 #   tusko-sandboxd docker runtime, warm pool and cold (SANDBOX_RUNTIME=docker)
 #   docker run --rm --network none (the same image, tusko-sandbox:<hash>, in the same engine)
 # All on this machine, in this run. Needs root (namespaces, cgroups) and a built
@@ -71,6 +73,9 @@ if command -v bwrap >/dev/null; then
   "$OUT/acquire" exec "$RUNS" "bwrap --unshare-all" -- bwrap --unshare-all --die-with-parent \
     --ro-bind "$ROOTFS" / --dev /dev --proc /proc --tmpfs /tmp --tmpfs /workspace --chdir /workspace \
     /bin/sh -c 'echo ready'
+  "$OUT/acquire" exec "$RUNS" "bwrap --unshare-all, bash -c" -- bwrap --unshare-all --die-with-parent \
+    --ro-bind "$ROOTFS" / --dev /dev --proc /proc --tmpfs /tmp --tmpfs /workspace --chdir /workspace \
+    /bin/bash -c 'echo ready'
 else
   printf '%-34s unavailable: bwrap is not installed (apt-get install bubblewrap)\n' "bwrap --unshare-all"
 fi
