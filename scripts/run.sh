@@ -10,6 +10,11 @@
 #                         OPENSANDBOX_API_KEY (with OPENSANDBOX_URL pointing at
 #                         the local tusko-sandboxd)
 #   BROWSERD_API_KEY      likewise, as STEEL_API_KEY with STEEL_URL
+#
+# On the first run it creates a local account (admin@localhost, the password in
+# var/secrets/admin_password) so there is someone to sign in as. On Ctrl-C it ends
+# the sandboxes this stack started (their workspaces are scratch space; files the
+# user downloaded are kept by tusko in Postgres), then every service.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -40,6 +45,7 @@ stop_all() {
   trap - INT TERM EXIT
   echo
   say "stopping…"
+  end_sandboxes
   for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill -TERM "${pids[$i]}" 2>/dev/null || true; done
   for p in "${pids[@]}"; do
     for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
@@ -51,6 +57,20 @@ stop_all() {
   exit 0
 }
 trap stop_all INT TERM EXIT
+
+# Deletes every sandbox the local tusko-sandboxd holds, through its API.
+end_sandboxes() {
+  [ -n "${SANDBOXD_LISTEN:-}" ] || return 0
+  local base=http://$SANDBOXD_LISTEN/v1 ids
+  ids=$(curl -fsS -m 5 -H "OPEN-SANDBOX-API-KEY: $SANDBOXD_API_KEY" \
+    "$base/sandboxes?state=Running&state=Paused&state=Pending&pageSize=200" 2>/dev/null |
+    grep -oE '"id" *: *"[^"]+"' | sed -E 's/.*"([^"]+)"$/\1/') || return 0
+  for id in $ids; do
+    curl -fsS -m 10 -X DELETE -H "OPEN-SANDBOX-API-KEY: $SANDBOXD_API_KEY" "$base/sandboxes/$id" >/dev/null 2>&1 || true
+  done
+  [ -n "$ids" ] && echo "  ended $(echo "$ids" | wc -w) sandbox(es)"
+  return 0
+}
 
 # start NAME ENV... — starts build/NAME with extra environment, waits for its
 # "listening" line, prints where it is.
@@ -80,7 +100,7 @@ start() {
   return 1
 }
 
-say "Postgres (var/pg)"
+say "Postgres (${VAR#"$ROOT"/}/pg)"
 pg_url=$(scripts/pg.sh start "$VAR/pg")
 export DATABASE_URL=${DATABASE_URL:-$pg_url}
 
@@ -104,10 +124,30 @@ export OPENSANDBOX_URL=${OPENSANDBOX_URL:-http://$SANDBOXD_LISTEN}
 export OPENSANDBOX_API_KEY=${OPENSANDBOX_API_KEY:-$SANDBOXD_API_KEY}
 export STEEL_URL=${STEEL_URL:-http://$BROWSERD_LISTEN}
 export STEEL_API_KEY=${STEEL_API_KEY:-$BROWSERD_API_KEY}
+build_tusko() { env TUSKO_LISTEN="$TUSKO_LISTEN" "$BUILD/tusko" "$@"; }
+build_tusko migrate >>"$VAR/log/tusko.log" 2>&1 || { echo "tusko migrate failed; see var/log/tusko.log" >&2; exit 1; }
+if [ ! -s "$VAR/secrets/admin_password" ]; then
+  pw=$(secret admin_password)
+  if printf '%s\n' "$pw" | build_tusko user add --email admin@localhost --password-stdin >>"$VAR/log/tusko.log" 2>&1; then
+    say "created the account admin@localhost (password in ${VAR#"$ROOT"/}/secrets/admin_password)"
+  else
+    echo "note: could not create admin@localhost (it may exist already); see var/log/tusko.log"
+  fi
+fi
 start tusko TUSKO_LISTEN="$TUSKO_LISTEN"
 
 echo
 say "Tusko is running: open http://$TUSKO_LISTEN/"
+echo "  sign in as admin@localhost with the password in ${VAR#"$ROOT"/}/secrets/admin_password"
+echo "  (more accounts: build/tusko user add --email you@example.com --password-stdin)"
+if [ -z "${TUSKO_MODELS:-}" ]; then
+  echo
+  say "No model is configured yet, so chat is off."
+  echo "  Set TUSKO_MODELS and a provider in .env (see .env.example), e.g. any OpenAI-compatible"
+  echo "  endpoint: OPENAI_BASE_URL=http://127.0.0.1:11434/v1 (Ollama), OPENAI_API_KEY=..., "
+  echo "  TUSKO_MODELS=openai:llama3.1 — or ANTHROPIC_API_KEY=... with TUSKO_MODELS=anthropic:<model>."
+fi
+echo
 echo "Press Ctrl-C to stop everything."
 wait -n "${pids[@]}" || true
 echo "a service exited unexpectedly; see var/log/" >&2
