@@ -187,6 +187,8 @@ async function main() {
       OPENAI_API_KEY: 'sk-bench',
       TUSKO_DB_POOL_SIZE: '24',
       LOG_LEVEL: 'warn',
+      // 0 switches off the memory lookup at the start of each turn (to measure it)
+      ...(process.env.UTOPIA_MEMORY_BUDGET_TOKENS ? { UTOPIA_MEMORY_BUDGET_TOKENS: process.env.UTOPIA_MEMORY_BUDGET_TOKENS } : {}),
     };
     const run = (a, input) => spawnSync(path.join(BUILD, 'tusko'), a, { env, input, encoding: 'utf8' });
     let r = run(['migrate']);

@@ -383,9 +383,23 @@ void agent_memory_lookup(PGconn *c, const char *user_id, const char *chat_id, co
     }
     o->start_ms = tk_now_ms();
     int64_t t0 = tk_mono_ns();
+    /* a search takes at most QUERY_MAX_BYTES: a long message is looked up by
+     * its start, cut at a word */
+    char *q = NULL;
+    size_t n = strlen(text);
+    if (n > QUERY_MAX_BYTES) {
+        size_t cut = QUERY_MAX_BYTES;
+        while (cut > 0 && ((unsigned char)text[cut] & 0xC0) == 0x80)
+            cut--;
+        size_t word = cut;
+        while (word > QUERY_MAX_BYTES / 2 && text[word] != ' ' && text[word] != '\n')
+            word--;
+        q = tk_strndup(text, word > QUERY_MAX_BYTES / 2 ? word : cut);
+    }
     json_t *res = NULL;
-    tk_status st =
-        utopia_memory_relevant(u, c, user_id, text, chat_id, 0, &res, o->err, sizeof o->err);
+    tk_status st = utopia_memory_relevant(u, c, user_id, q ? q : text, chat_id, 0, &res, o->err,
+                                          sizeof o->err);
+    free(q);
     o->duration_ms = (double)(tk_mono_ns() - t0) / 1e6;
     if (st != TK_OK) {
         if (!o->err[0])

@@ -197,6 +197,15 @@ describe('Utopia tools and memories in turns', () => {
     assert.equal(span.attrs.where, 'system prompt');
     const root = tr.json.spans.find((s) => s.kind === 'turn');
     assert.equal(span.parent_id, root.id);
+    // a long message (over the search's 2,000-byte query) is looked up by its start
+    const long = `Whiskerton again: ${'and then some more words about the garden '.repeat(80)} #scenario:echo-system`;
+    assert.ok(long.length > 3000);
+    const tl = await turn(base, u, s2, long);
+    assert.match(ms.requests('echo-system').at(-1).system, /Whiskerton who hates Mondays/);
+    const trl = await api(base, `/api/turns/${tl.turnId}/trace`, { headers: u.auth });
+    const sl = trl.json.spans.find((s) => s.kind === 'memory');
+    assert.equal(sl.status, 'ok');
+    assert.equal(sl.attrs.count, 1);
     // a turn about something else is offered nothing, and says so
     const t2 = await turn(base, u, s2, 'tell me about volcanoes #scenario:echo-system');
     assert.doesNotMatch(ms.requests('echo-system').at(-1).system, /Whiskerton|Long-term memory/);
