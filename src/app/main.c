@@ -116,6 +116,9 @@ int main(int argc, char **argv)
         cmd = argv[1];
         argi = 2;
     }
+    /* see tk_fd_table_reserve: grown before the first thread (a chat server
+     * holds a socket per client, per stream to sandboxd and per model call) */
+    (void)tk_fd_table_reserve(4096);
     prog.settings = app_settings_table(&prog.nsettings);
     tk_prog_init(&prog, argc, argv, &argi);
     if (!cmd && argi < argc)

@@ -357,6 +357,20 @@ static void *pump_main(void *arg)
     }
     pump_flush_partials(p, 1);
     finish(p, status);
+    /* Ended: what only a running command uses goes now. A finished command is
+     * kept for status queries (KEEP_FINISHED of them), and held two
+     * descriptors each until trimmed: hundreds of fds, and every doubling of
+     * the descriptor table of a multi-threaded process waits for an RCU grace
+     * period inside whichever open() crossed 64, 128, 256... */
+    pthread_mutex_lock(&g_lock);
+    execd_proc *proc = c->proc;
+    int ctl = c->ctl;
+    c->proc = NULL;
+    c->ctl = -1;
+    pthread_mutex_unlock(&g_lock);
+    execd_proc_release(proc);
+    if (ctl >= 0)
+        close(ctl);
     if (p->sink) {
         pthread_mutex_lock(&g_lock);
         int shutting = g_shutting;
@@ -557,6 +571,9 @@ static void start(tk_req *r, const char *command, size_t clen, int background, i
         c->running = 0;
         c->exit_code = 127;
         c->error = tk_strdup(err);
+        if (c->ctl >= 0)
+            close(c->ctl);
+        c->ctl = -1;
         c->finished_ms = tk_now_ms();
         c->next = g_cmds;
         g_cmds = c;

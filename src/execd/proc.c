@@ -103,6 +103,8 @@ static void *reaper_main(void *arg)
 
 static void init_reaper(void)
 {
+    /* see tk_fd_table_reserve: grown before the first thread */
+    (void)tk_fd_table_reserve(1024);
     signal(SIGCHLD, SIG_DFL);
     if (getpid() != 1 && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
         tk_warn("proc", "msg=\"cannot become a child subreaper\" err=\"%s\"", strerror(errno));

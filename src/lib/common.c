@@ -1,10 +1,13 @@
 #include "lib/common.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 const char *tk_status_str(tk_status s)
 {
@@ -118,4 +121,25 @@ tk_status tk_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out)
         return TK_EINVAL;
     *out = v;
     return TK_OK;
+}
+
+int tk_fd_table_reserve(int n)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        (rlim_t)n > rl.rlim_cur)
+        n = (int)rl.rlim_cur;
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    int got = fd + 1;
+    if (n > fd + 1) {
+        int hi = fcntl(fd, F_DUPFD_CLOEXEC, n - 1);
+        if (hi >= 0) {
+            got = hi + 1;
+            close(hi);
+        }
+    }
+    close(fd);
+    return got;
 }

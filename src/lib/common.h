@@ -50,4 +50,12 @@ int tk_str_eq_ct(const char *a, const char *b);
 /* Parses a base-10 integer in [min, max] with nothing after it. */
 tk_status tk_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
 
+/* Grows this process's descriptor table to hold at least n descriptors (capped
+ * at RLIMIT_NOFILE). The kernel grows it by doubling, and in a multi-threaded
+ * process every growth waits for an RCU grace period (1-15 ms measured) inside
+ * whichever open(), accept() or socket() crossed 64, 128, 256...; done once
+ * before any thread exists it costs a few KiB and no waiting. Best effort:
+ * returns the table's guaranteed size (0 when nothing could be done). */
+int tk_fd_table_reserve(int n);
+
 #endif

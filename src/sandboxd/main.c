@@ -135,6 +135,8 @@ static int64_t host_memory(void)
 int main(int argc, char **argv)
 {
     int argi = 1;
+    /* see tk_fd_table_reserve: grown before the first thread */
+    (void)tk_fd_table_reserve(4096);
     tk_prog_init(&prog, argc, argv, &argi);
     if (argi < argc) {
         fprintf(stderr, "tusko-sandboxd: unexpected argument \"%s\" (see --help)\n", argv[argi]);

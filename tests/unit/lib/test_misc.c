@@ -1,5 +1,11 @@
 /* Small core modules: time, ids, JSON helpers, config, log. */
 #include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "lib/common.h"
 
 #include "lib/config.h"
 #include "lib/id.h"
@@ -253,6 +259,42 @@ TEST(log_is_one_line_per_event)
     CHECK(strstr(buf, "hidden") == NULL);
     CHECK(strstr(buf, "\"level\":\"warn\"") != NULL);
     CHECK(strstr(buf, "\"event\":\"msg=\\\"q\\\\\\\"\\\"\"") != NULL);
+}
+
+static long fd_table_size(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long n = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "FDSize:", 7) == 0)
+            n = strtol(line + 7, NULL, 10);
+    if (f)
+        fclose(f);
+    return n;
+}
+
+TEST(fd_table_reserve_grows_the_table)
+{
+    struct rlimit rl = {.rlim_cur = 2048, .rlim_max = 2048};
+    CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+    long before = fd_table_size();
+    CHECK_INT(before, >, 0);
+    CHECK_INT(before, <, 1024);
+    CHECK_INT(tk_fd_table_reserve(1024), ==, 1024);
+    CHECK_INT(fd_table_size(), >=, 1024);
+    /* the descriptor it used is closed again */
+    int fd = open("/dev/null", O_RDONLY);
+    CHECK_INT(fd, <, 16);
+    close(fd);
+}
+
+TEST(fd_table_reserve_stops_at_the_limit)
+{
+    struct rlimit rl = {.rlim_cur = 100, .rlim_max = 100};
+    CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+    CHECK_INT(tk_fd_table_reserve(4096), ==, 100);
+    CHECK_INT(fd_table_size(), >=, 100);
 }
 
 TEST_MAIN()
