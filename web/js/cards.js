@@ -118,7 +118,8 @@ export class ToolCard {
       this.details.open = true; // commands show their output as it streams
     }
     const stream = ev.stream === 'stderr' ? 'stderr' : 'stdout';
-    // execd sends output a line at a time, without the newline
+    // a command's output arrives a line at a time with its newline; code output
+    // as the kernel wrote it (which may not end a line)
     let text = ev.text || '';
     if (!text.endsWith('\n')) text += '\n';
     const last = this.output.lastChild;

@@ -139,6 +139,7 @@ struct run_ctx {
     sbx_output_fn on_out;
     void *ud;
     char cmd_id[128];
+    int lines; /* a command's output: one event per line, without its newline */
     int complete;
     tk_buf errbody;
 };
@@ -172,8 +173,15 @@ static int on_event(const tk_sse_event *ev, void *ud)
         if (text)
             snprintf(x->cmd_id, sizeof x->cmd_id, "%s", text);
     } else if (strcmp(type, "stdout") == 0 || strcmp(type, "stderr") == 0) {
-        if (text)
+        /* a command's line comes without its newline (an empty line is "\n"):
+         * put it back, so the model and the user see the lines apart */
+        if (text && x->lines && strcmp(text, "\n") != 0) {
+            char *line = tk_asprintf("%s\n", text);
+            out_append(x, type, line);
+            free(line);
+        } else if (text) {
             out_append(x, type, text);
+        }
     } else if (strcmp(type, "result") == 0) {
         json_t *results = json_object_get(j, "results");
         if (json_is_object(results)) {
@@ -301,7 +309,7 @@ tk_status sbx_run_command(sbx_handle *h, const char *command, long timeout_ms, s
     for (int attempt = 0; attempt < 2; attempt++) {
         if (ensure_session(h, res->error, sizeof res->error) != TK_OK)
             return TK_ERROR;
-        struct run_ctx x = {.res = res, .on_out = on_out, .ud = ud};
+        struct run_ctx x = {.res = res, .on_out = on_out, .ud = ud, .lines = 1};
         char path[256];
         snprintf(path, sizeof path, "/session/%s/run", h->bash_session);
         long status = 0;

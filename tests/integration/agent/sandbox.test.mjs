@@ -104,8 +104,11 @@ describe('the sandbox lane', () => {
     assert.equal(c.end.state, 'done');
     assert.ok(!c.events.some((e) => e.event === 'sandbox_spawn'));
     const out = c.events.filter((e) => e.event === 'tool_output').map((e) => e.json.text).join('');
-    assert.match(out, /hello from turn one/);
-    assert.match(out, /\/workspace/);
+    // each line of a command's output keeps its newline, in the stream and in
+    // the tool result the model gets back
+    assert.equal(out, 'hello from turn one\n/workspace\n');
+    const back = ms.requests('cat-export').at(-1).body.messages.filter((m) => m.role === 'tool').at(-1);
+    assert.match(typeof back.content === 'string' ? back.content : back.content.map((p) => p.text).join(''), /hello from turn one\n\/workspace\n/);
     const v = await turn(base, alice, sid, 'var #scenario:echo-var');
     assert.match(textOf(v.events), /var=kept-across-turns/);
 
