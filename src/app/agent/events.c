@@ -360,7 +360,7 @@ static int64_t replay(PGconn *c, const char *sid, int64_t after, tk_stream *stre
                     PQclear(r);
                     return after;
                 }
-            } else {
+            } else if (s) {
                 pthread_mutex_lock(&hub_lock);
                 sub_deliver_locked(s, seq, frame.data, frame.len);
                 pthread_mutex_unlock(&hub_lock);

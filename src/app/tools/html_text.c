@@ -326,7 +326,7 @@ static void init_tables(void)
 
 static const struct ent *ent_find(const char *name, size_t len)
 {
-    struct ent k;
+    struct ent k = {0};
     if (len == 0 || len >= sizeof k.name)
         return NULL;
     memcpy(k.name, name, len);

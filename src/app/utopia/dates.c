@@ -102,7 +102,7 @@ static int day_word(const char *w)
 {
     int d = 0;
     size_t i = 0;
-    while (isdigit((unsigned char)w[i]) && i < 2)
+    while (i < 2 && isdigit((unsigned char)w[i]))
         d = d * 10 + (w[i++] - '0');
     if (i == 0)
         return 0;

@@ -156,7 +156,7 @@ static tk_status lenient_query(const utopia *u, PGconn *c, const char *user_id, 
     *total_out = total;
     json_t *words = json_object_get(wj, "words");
     json_t *fuzzy = json_array(); /* keeps the candidates' strings alive */
-    term_df cand[24 * 5];
+    term_df cand[24 * 5] = {0};
     size_t nc = 0;
     tk_status st = TK_OK;
     size_t i;
@@ -169,7 +169,8 @@ static tk_status lenient_query(const utopia *u, PGconn *c, const char *user_id, 
             continue;
         json_t *n = json_object_get(w, "n");
         if (json_is_integer(n)) {
-            cand[nc++] = (term_df){word, json_integer_value(n)};
+            if (nc < TK_ARRAY_LEN(cand))
+                cand[nc++] = (term_df){word, json_integer_value(n)};
             continue;
         }
         size_t wl = strlen(word);
