@@ -70,8 +70,8 @@ typedef struct {
     char *system_prompt_file; /* TUSKO_SYSTEM_PROMPT_FILE */
 
     /* the agent loop */
-    int64_t step_budget;     /* TUSKO_STEP_BUDGET: model calls per turn */
-    int64_t turn_timeout_ms; /* TUSKO_TURN_TIMEOUT */
+    int64_t step_budget;         /* TUSKO_STEP_BUDGET: model calls per turn */
+    int64_t turn_timeout_ms;     /* TUSKO_TURN_TIMEOUT */
     int64_t max_tokens;          /* TUSKO_MAX_TOKENS */
     int64_t llm_idle_timeout_ms; /* TUSKO_LLM_IDLE_TIMEOUT */
     int64_t llm_retries;         /* TUSKO_LLM_RETRIES */
@@ -86,9 +86,9 @@ typedef struct {
     char *ssrf_env[APP_SSRF_SETTINGS];
 
     /* sandbox service (fail-closed: both from the environment or nothing executes) */
-    char *opensandbox_url;          /* OPENSANDBOX_URL, NULL when unset */
-    char *opensandbox_api_key;      /* OPENSANDBOX_API_KEY, NULL when unset */
-    int64_t max_sandboxes_per_user; /* MAX_SANDBOXES_PER_USER */
+    char *opensandbox_url;            /* OPENSANDBOX_URL, NULL when unset */
+    char *opensandbox_api_key;        /* OPENSANDBOX_API_KEY, NULL when unset */
+    int64_t max_sandboxes_per_user;   /* MAX_SANDBOXES_PER_USER */
     char *sandbox_image;              /* SANDBOX_IMAGE */
     int64_t sandbox_idle_ttl_ms;      /* SANDBOX_IDLE_TTL */
     char *sandbox_cpu;                /* SANDBOX_CPU */

@@ -10,8 +10,9 @@
 static char *opt_listen;
 
 static tk_setting settings[] = {
-    {"BROWSERD_LISTEN", "listen", TK_SET_STR, "127.0.0.1:8082", "address to serve on (host:port or unix:/path)",
-     .out = &opt_listen, .check = tk_config_check_listen},
+    {"BROWSERD_LISTEN", "listen", TK_SET_STR, "127.0.0.1:8082",
+     "address to serve on (host:port or unix:/path)", .out = &opt_listen,
+     .check = tk_config_check_listen},
 };
 
 static const tk_prog prog = {

@@ -29,10 +29,10 @@ const char *tk_status_str(tk_status s);
 _Noreturn void tk_oom(void);
 _Noreturn void tk_panic(const char *file, int line, const char *expr);
 
-#define TK_ASSERT(e) ((e) ? (void)0 : tk_panic(__FILE__, __LINE__, #e))
+#define TK_ASSERT(e)    ((e) ? (void)0 : tk_panic(__FILE__, __LINE__, #e))
 #define TK_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
-#define TK_MIN(a, b) ((a) < (b) ? (a) : (b))
-#define TK_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define TK_MIN(a, b)    ((a) < (b) ? (a) : (b))
+#define TK_MAX(a, b)    ((a) > (b) ? (a) : (b))
 
 /* Allocation wrappers that never return NULL. */
 void *tk_malloc(size_t n);

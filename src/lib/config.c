@@ -44,8 +44,8 @@ static tk_status apply(tk_setting *s, const char *v, char *err, size_t errlen)
             if (s->min == 0 && s->max == 0)
                 snprintf(err, errlen, "%s: \"%s\" is not an integer", s->env, v);
             else
-                snprintf(err, errlen, "%s: \"%s\" is not an integer from %lld to %lld", s->env,
-                         v, (long long)s->min, (long long)s->max);
+                snprintf(err, errlen, "%s: \"%s\" is not an integer from %lld to %lld", s->env, v,
+                         (long long)s->min, (long long)s->max);
             return TK_EINVAL;
         }
         *(int64_t *)s->out = x;
@@ -63,8 +63,7 @@ static tk_status apply(tk_setting *s, const char *v, char *err, size_t errlen)
     case TK_SET_DURATION: {
         int64_t ms;
         if (tk_parse_duration(v, &ms) != TK_OK) {
-            snprintf(err, errlen, "%s: \"%s\" is not a duration (e.g. 30m, 45s, 500ms)", s->env,
-                     v);
+            snprintf(err, errlen, "%s: \"%s\" is not a duration (e.g. 30m, 45s, 500ms)", s->env, v);
             return TK_EINVAL;
         }
         if ((s->min || s->max) && (ms < s->min || ms > s->max)) {
@@ -194,8 +193,10 @@ int tk_config_check_listen(const char *value, char *msg, size_t msglen)
     tk_status fs = tk_listen_fd(value, &fd);
     if (fs == TK_OK)
         return 0;
-    if (fs == TK_EINVAL || tk_listen_parse(value, host, sizeof host, &port, path, sizeof path) != TK_OK) {
-        snprintf(msg, msglen, "is not a listen address (use host:port, [v6]:port, unix:/path or fd:N)");
+    if (fs == TK_EINVAL ||
+        tk_listen_parse(value, host, sizeof host, &port, path, sizeof path) != TK_OK) {
+        snprintf(msg, msglen,
+                 "is not a listen address (use host:port, [v6]:port, unix:/path or fd:N)");
         return 1;
     }
     return 0;

@@ -19,29 +19,29 @@
 #include "lib/sse.h"
 
 typedef struct {
-    const char *method;              /* default GET, or POST when a body is given */
+    const char *method; /* default GET, or POST when a body is given */
     const char *url;
-    const char *unix_socket;         /* connect here instead of the URL's host */
-    const char *const *headers;      /* "Name: value" strings, NULL-terminated */
+    const char *unix_socket;    /* connect here instead of the URL's host */
+    const char *const *headers; /* "Name: value" strings, NULL-terminated */
     const void *body;
     size_t body_len;
-    long timeout_ms;                 /* whole transfer; 0 means 30 s; -1 means none */
-    long connect_timeout_ms;         /* 0 means 10 s */
-    size_t max_response;             /* cap on a buffered body; 0 means 8 MiB */
+    long timeout_ms;         /* whole transfer; 0 means 30 s; -1 means none */
+    long connect_timeout_ms; /* 0 means 10 s */
+    size_t max_response;     /* cap on a buffered body; 0 means 8 MiB */
     /* Streaming: return 0 to go on, non-zero to stop the transfer (TK_AGAIN). */
     int (*on_data)(const char *data, size_t len, void *ud);
-    tk_sse_cb on_sse;                /* set to parse the body as SSE */
-    size_t max_event;                /* SSE event cap; 0 means 1 MiB */
+    tk_sse_cb on_sse; /* set to parse the body as SSE */
+    size_t max_event; /* SSE event cap; 0 means 1 MiB */
     void *ud;
     /* Polled during the transfer: non-zero aborts it (TK_ECLOSED). */
     const volatile int *cancel;
 } tk_httpc_req;
 
 typedef struct {
-    long status;        /* 0 when no response was received */
-    tk_buf body;        /* empty when streamed */
-    tk_buf headers;     /* raw response header lines of the final response */
-    char error[256];    /* a description when the call failed */
+    long status;     /* 0 when no response was received */
+    tk_buf body;     /* empty when streamed */
+    tk_buf headers;  /* raw response header lines of the final response */
+    char error[256]; /* a description when the call failed */
 } tk_httpc_resp;
 
 /* Performs the request. TK_OK when a response arrived (whatever its status);
@@ -53,8 +53,8 @@ void tk_httpc_resp_free(tk_httpc_resp *resp);
 const char *tk_httpc_resp_header(const tk_httpc_resp *resp, const char *name, char *out,
                                  size_t outlen);
 
-/* A JSON call: sends body (may be NULL; the reference is stolen) and parses the response as JSON when it is
- * one (*out is NULL otherwise). Returns like tk_httpc_do. */
+/* A JSON call: sends body (may be NULL; the reference is stolen) and parses the response as JSON
+ * when it is one (*out is NULL otherwise). Returns like tk_httpc_do. */
 tk_status tk_httpc_json(const char *method, const char *url, const char *unix_socket,
                         const char *const *headers, json_t *body, long timeout_ms, long *status,
                         json_t **out, char *err, size_t errlen);

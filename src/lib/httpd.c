@@ -23,7 +23,7 @@
 #include "lib/sse.h"
 #include "lib/tktime.h"
 
-#define MAX_PARAMS 16
+#define MAX_PARAMS     16
 #define WORK_QUEUE_MAX 1024
 
 struct route_rt {
@@ -67,7 +67,7 @@ struct tk_req {
     int status;
     struct hdr *headers;
     int deferred, suspended, queued;
-    int refs; /* MHD's, plus a worker's while it runs the handler */
+    int refs;             /* MHD's, plus a worker's while it runs the handler */
     struct tk_req *qnext; /* worker queue */
 };
 
@@ -501,8 +501,7 @@ void tk_respond_empty(tk_req *r, int status)
     tk_respond(r, status, NULL, "", 0);
 }
 
-void tk_respond_fd(tk_req *r, int status, const char *content_type, int fd, off_t off,
-                   uint64_t len)
+void tk_respond_fd(tk_req *r, int status, const char *content_type, int fd, off_t off, uint64_t len)
 {
     struct MHD_Response *resp = MHD_create_response_from_fd_at_offset64(len, fd, (uint64_t)off);
     if (!resp) {
@@ -622,8 +621,8 @@ static tk_stream *stream_new(tk_req *r, int status, const char *content_type, in
     s->sse = sse;
     s->conn = r->conn;
     s->last_write_ms = tk_mono_ms();
-    struct MHD_Response *resp =
-        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_reader, s, stream_free_cb);
+    struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384,
+                                                                  stream_reader, s, stream_free_cb);
     if (!resp)
         tk_oom();
     MHD_add_response_header(resp, "Content-Type", content_type);
@@ -911,8 +910,8 @@ static void route_request(tk_req *r)
         tk_respond_error(r, 400, "INVALID_PATH", "the request path is malformed");
         return;
     }
-    if (tk_query_parse(r->arena, r->qs, strlen(r->qs), TK_QUERY_MAX_ITEMS, &r->query,
-                       &r->nquery) != TK_OK) {
+    if (tk_query_parse(r->arena, r->qs, strlen(r->qs), TK_QUERY_MAX_ITEMS, &r->query, &r->nquery) !=
+        TK_OK) {
         tk_respond_error(r, 400, "INVALID_QUERY",
                          "the query string is malformed (a bad percent-escape, or an encoded "
                          "NUL byte, which is never accepted)");
@@ -1253,8 +1252,8 @@ tk_httpd *tk_httpd_start(const tk_httpd_config *cfg, const tk_route *routes, siz
     opts[k++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, h->listen_fd, NULL};
     opts[k++] = (struct MHD_OptionItem){MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)uri_log_cb, h};
     opts[k++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)request_done, h};
-    opts[k++] =
-        (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, (intptr_t)h->cfg.max_connections, NULL};
+    opts[k++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT,
+                                        (intptr_t)h->cfg.max_connections, NULL};
     opts[k++] =
         (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)h->cfg.timeout_s, NULL};
     opts[k++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, 64 * 1024, NULL};

@@ -57,16 +57,16 @@ typedef struct {
 } tk_route;
 
 typedef struct {
-    const char *listen;        /* "127.0.0.1:8080", "[::1]:0", ":8080", "unix:/path", "fd:3" */
-    const char *name;          /* component name in logs */
-    size_t max_body;           /* default request body cap; 0 means 1 MiB */
-    unsigned threads;          /* MHD event-loop threads; 0 means 2 */
-    unsigned workers;          /* worker threads for blocking routes; 0 means 16 */
-    unsigned max_connections;  /* 0 means 4096 */
-    unsigned per_ip_limit;     /* 0 means no per-address limit */
-    unsigned timeout_s;        /* idle connection timeout; 0 means 60 */
-    unsigned heartbeat_s;      /* SSE heartbeat interval; 0 means 15 */
-    size_t stream_buffer;      /* bytes a stream queues before writers wait; 0 means 256 KiB */
+    const char *listen;       /* "127.0.0.1:8080", "[::1]:0", ":8080", "unix:/path", "fd:3" */
+    const char *name;         /* component name in logs */
+    size_t max_body;          /* default request body cap; 0 means 1 MiB */
+    unsigned threads;         /* MHD event-loop threads; 0 means 2 */
+    unsigned workers;         /* worker threads for blocking routes; 0 means 16 */
+    unsigned max_connections; /* 0 means 4096 */
+    unsigned per_ip_limit;    /* 0 means no per-address limit */
+    unsigned timeout_s;       /* idle connection timeout; 0 means 60 */
+    unsigned heartbeat_s;     /* SSE heartbeat interval; 0 means 15 */
+    size_t stream_buffer;     /* bytes a stream queues before writers wait; 0 means 256 KiB */
     /* Called before every route not marked TK_ROUTE_PUBLIC: return 0 to go on,
      * non-zero after responding (e.g. 401). */
     int (*auth)(tk_req *req, void *ud);
@@ -94,7 +94,7 @@ size_t tk_httpd_stream_count(tk_httpd *h);
 
 tk_arena *tk_req_arena(tk_req *r);
 const char *tk_req_method(const tk_req *r);
-const char *tk_req_path(const tk_req *r);  /* raw (still encoded) path, no query */
+const char *tk_req_path(const tk_req *r);         /* raw (still encoded) path, no query */
 const char *tk_req_query_string(const tk_req *r); /* raw query without '?', or "" */
 const char *tk_req_id(const tk_req *r);
 const char *tk_req_client_ip(const tk_req *r); /* "unix" for unix sockets */

@@ -41,8 +41,7 @@ json_t *tk_json_parse(const char *data, size_t len, size_t max_len, char *err, s
     json_error_t je;
     json_t *j = json_loadb(data, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
     if (!j)
-        snprintf(err, errlen, "invalid JSON at line %d column %d: %s", je.line, je.column,
-                 je.text);
+        snprintf(err, errlen, "invalid JSON at line %d column %d: %s", je.line, je.column, je.text);
     return j;
 }
 

@@ -24,8 +24,8 @@ void tk_log(int level, const char *component, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 #define tk_debug(comp, ...) tk_log(TK_LOG_DEBUG, comp, __VA_ARGS__)
-#define tk_info(comp, ...) tk_log(TK_LOG_INFO, comp, __VA_ARGS__)
-#define tk_warn(comp, ...) tk_log(TK_LOG_WARN, comp, __VA_ARGS__)
+#define tk_info(comp, ...)  tk_log(TK_LOG_INFO, comp, __VA_ARGS__)
+#define tk_warn(comp, ...)  tk_log(TK_LOG_WARN, comp, __VA_ARGS__)
 #define tk_error(comp, ...) tk_log(TK_LOG_ERROR, comp, __VA_ARGS__)
 
 #endif

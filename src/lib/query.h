@@ -11,7 +11,7 @@
 #include "lib/arena.h"
 #include "lib/common.h"
 
-#define TK_QUERY_MAX_ITEMS 128
+#define TK_QUERY_MAX_ITEMS   128
 #define TK_PATH_MAX_SEGMENTS 64
 
 typedef struct {

@@ -48,8 +48,7 @@ tk_status tk_sse_comment(tk_buf *out, const char *text)
     return tk_buf_printf(out, ": %s\n\n", text);
 }
 
-void tk_sse_parser_init(tk_sse_parser *p, size_t max_line, size_t max_event, tk_sse_cb cb,
-                        void *ud)
+void tk_sse_parser_init(tk_sse_parser *p, size_t max_line, size_t max_event, tk_sse_cb cb, void *ud)
 {
     memset(p, 0, sizeof *p);
     tk_buf_init(&p->line, max_line);

@@ -33,8 +33,8 @@ typedef struct {
     const char *event; /* "message" when the stream named none */
     const char *data;  /* joined data lines, NUL-terminated */
     size_t data_len;
-    const char *id;    /* the last event id seen (persists across events), or "" */
-    long retry_ms;     /* -1 unless this event carried a retry field */
+    const char *id; /* the last event id seen (persists across events), or "" */
+    long retry_ms;  /* -1 unless this event carried a retry field */
 } tk_sse_event;
 
 /* Returns 0 to go on, non-zero to stop feeding (tk_sse_feed returns TK_AGAIN). */

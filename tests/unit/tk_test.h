@@ -51,7 +51,7 @@ static inline void tk_test_register(const char *name, tk_test_fn fn)
 
 #define TEST(name)                                                                                 \
     static void test_##name(void);                                                                 \
-    __attribute__((constructor)) static void test_register_##name(void)                           \
+    __attribute__((constructor)) static void test_register_##name(void)                            \
     {                                                                                              \
         tk_test_register(#name, test_##name);                                                      \
     }                                                                                              \

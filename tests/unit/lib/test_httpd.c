@@ -40,8 +40,9 @@ static void h_body(tk_req *r, void *ud)
         return;
     size_t len;
     tk_req_body(r, &len);
-    tk_respond_json(r, 200, tk_json_obj("len", json_integer((json_int_t)len), "name",
-                                        json_string(tk_json_str_or(j, "name", "")), NULL));
+    tk_respond_json(r, 200,
+                    tk_json_obj("len", json_integer((json_int_t)len), "name",
+                                json_string(tk_json_str_or(j, "name", "")), NULL));
 }
 
 static void h_blocking(tk_req *r, void *ud)
@@ -305,8 +306,7 @@ TEST(httpd_default_headers_on_every_response)
     tk_httpd_stop(srv);
 }
 
-static long post(const char *path, const char *body, size_t len, int chunked,
-                 tk_httpc_resp *resp)
+static long post(const char *path, const char *body, size_t len, int chunked, tk_httpc_resp *resp)
 {
     char url[256];
     snprintf(url, sizeof url, "%s%s", base, path);
@@ -521,8 +521,8 @@ TEST(httpd_sse_framing_resume_and_heartbeat)
     tk_buf raw;
     tk_buf_init(&raw, 1 << 16);
     snprintf(url, sizeof url, "%s/sse?wait=1", base);
-    tk_httpc_req rq2 = {.url = url, .on_data = (int (*)(const char *, size_t, void *))on_chunk,
-                        .ud = &raw};
+    tk_httpc_req rq2 = {
+        .url = url, .on_data = (int (*)(const char *, size_t, void *))on_chunk, .ud = &raw};
     CHECK(tk_httpc_do(&rq2, &r) == TK_OK);
     CHECK(strstr(tk_buf_cstr(&raw), ": ping\n\n") != NULL);
     tk_httpc_resp_free(&r);
@@ -533,7 +533,8 @@ TEST(httpd_sse_framing_resume_and_heartbeat)
 static int raw_connect(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)tk_httpd_port(srv))};
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)tk_httpd_port(srv))};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
         TK_TEST_FAIL("connect: %s", strerror(errno));
@@ -716,8 +717,7 @@ TEST(listen_parse)
 {
     char host[64], path[108];
     int port;
-    CHECK(tk_listen_parse("127.0.0.1:8080", host, sizeof host, &port, path, sizeof path) ==
-          TK_OK);
+    CHECK(tk_listen_parse("127.0.0.1:8080", host, sizeof host, &port, path, sizeof path) == TK_OK);
     CHECK_STR(host, "127.0.0.1");
     CHECK_INT(port, ==, 8080);
     CHECK(tk_listen_parse("[::1]:0", host, sizeof host, &port, path, sizeof path) == TK_OK);

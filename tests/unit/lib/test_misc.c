@@ -37,9 +37,15 @@ TEST(time_rfc3339_roundtrip)
 TEST(time_rfc3339_rejects)
 {
     int64_t ms;
-    const char *bad[] = {"", "2025", "2025-13-01T00:00:00Z", "2025-12-01 00:00:00",
-                         "2025-12-01T25:00:00Z", "2025-12-01T00:00:00", "2025-12-01T00:00:00Zjunk",
-                         "2025-12-01T00:00:00.Z", "2025-12-01T00:00:00+0200"};
+    const char *bad[] = {"",
+                         "2025",
+                         "2025-13-01T00:00:00Z",
+                         "2025-12-01 00:00:00",
+                         "2025-12-01T25:00:00Z",
+                         "2025-12-01T00:00:00",
+                         "2025-12-01T00:00:00Zjunk",
+                         "2025-12-01T00:00:00.Z",
+                         "2025-12-01T00:00:00+0200"};
     for (size_t i = 0; i < TK_ARRAY_LEN(bad); i++)
         if (tk_time_parse_rfc3339(bad[i], &ms) == TK_OK)
             TK_TEST_FAIL("accepted %s", bad[i]);
@@ -123,7 +129,9 @@ TEST(json_refuses_duplicates_depth_and_size)
     CHECK(strstr(err, "invalid JSON") != NULL);
     /* brackets inside strings do not count as depth */
     char s[300];
-    snprintf(s, sizeof s, "[\"%.*s\"]", 200, "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[");
+    snprintf(s, sizeof s, "[\"%.*s\"]", 200,
+             "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
+             "[[[[[[[");
     json_t *j = tk_json_parse(s, strlen(s), 1000, err, sizeof err);
     CHECK(j != NULL);
     json_decref(j);
@@ -182,18 +190,15 @@ TEST(config_errors_name_the_variable)
     int argi = 1;
     char *argv[] = {"prog", NULL};
     setenv("TT_POOL", "11", 1);
-    CHECK(tk_config_load(table, TK_ARRAY_LEN(table), 1, argv, &argi, err, sizeof err) ==
-          TK_EINVAL);
+    CHECK(tk_config_load(table, TK_ARRAY_LEN(table), 1, argv, &argi, err, sizeof err) == TK_EINVAL);
     CHECK(strstr(err, "TT_POOL") != NULL);
     setenv("TT_POOL", "3", 1);
     setenv("TT_TTL", "soon", 1);
-    CHECK(tk_config_load(table, TK_ARRAY_LEN(table), 1, argv, &argi, err, sizeof err) ==
-          TK_EINVAL);
+    CHECK(tk_config_load(table, TK_ARRAY_LEN(table), 1, argv, &argi, err, sizeof err) == TK_EINVAL);
     CHECK(strstr(err, "TT_TTL") != NULL);
     unsetenv("TT_TTL");
     setenv("TT_FLAG", "maybe", 1);
-    CHECK(tk_config_load(table, TK_ARRAY_LEN(table), 1, argv, &argi, err, sizeof err) ==
-          TK_EINVAL);
+    CHECK(tk_config_load(table, TK_ARRAY_LEN(table), 1, argv, &argi, err, sizeof err) == TK_EINVAL);
     CHECK(strstr(err, "TT_FLAG") != NULL);
     unsetenv("TT_FLAG");
     char *argv2[] = {"prog", "--nope", NULL};
@@ -211,8 +216,8 @@ TEST(config_errors_name_the_variable)
 TEST(config_required)
 {
     static char *url;
-    tk_setting req[] = {{"TT_URL", "url", TK_SET_STR, NULL, "url", .flags = TK_SET_REQUIRED,
-                         .out = &url}};
+    tk_setting req[] = {
+        {"TT_URL", "url", TK_SET_STR, NULL, "url", .flags = TK_SET_REQUIRED, .out = &url}};
     char err[256];
     char *argv[] = {"prog", NULL};
     int argi = 1;

@@ -117,7 +117,8 @@ TEST(sse_bare_json_events_as_execd_sends)
     struct evs v = {0};
     tk_sse_parser p;
     tk_sse_parser_init(&p, 1024, 4096, collect, &v);
-    const char *s = "{\"type\":\"init\",\"text\":\"abc\"}\n\n{\"type\":\"stdout\",\"text\":\"x\"}\n\n";
+    const char *s =
+        "{\"type\":\"init\",\"text\":\"abc\"}\n\n{\"type\":\"stdout\",\"text\":\"x\"}\n\n";
     CHECK(tk_sse_feed(&p, s, strlen(s)) == TK_OK);
     CHECK_INT(v.n, ==, 2);
     CHECK_STR(v.data[0], "{\"type\":\"init\",\"text\":\"abc\"}");

@@ -106,7 +106,8 @@ TEST(pg_migrations_apply_once_in_order)
     CHECK_INT(applied, ==, 0);
     CHECK(tk_pg_migrate(c, more, &applied, err, sizeof err) == TK_OK);
     CHECK_INT(applied, ==, 1);
-    PGresult *r = PQexec(c, "SELECT string_agg(version, ',' ORDER BY version) FROM schema_migrations");
+    PGresult *r =
+        PQexec(c, "SELECT string_agg(version, ',' ORDER BY version) FROM schema_migrations");
     CHECK_STR(PQgetvalue(r, 0, 0), "0001_a.sql,0002_b.sql,0003_c.sql");
     PQclear(r);
     PQfinish(c);
@@ -122,7 +123,8 @@ TEST(pg_failed_migration_rolls_back_everything)
     CHECK_INT(applied, ==, 0);
     CHECK(strstr(err, "0002_bad.sql") != NULL);
     /* not even the good first migration was kept */
-    PGresult *r = PQexec(c, "SELECT to_regclass('a') IS NULL, to_regclass('schema_migrations') IS NULL");
+    PGresult *r =
+        PQexec(c, "SELECT to_regclass('a') IS NULL, to_regclass('schema_migrations') IS NULL");
     CHECK_STR(PQgetvalue(r, 0, 0), "t");
     CHECK_STR(PQgetvalue(r, 0, 1), "t");
     PQclear(r);
