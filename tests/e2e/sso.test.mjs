@@ -65,3 +65,14 @@ test('"Sign in with SSO" goes to the provider and back into the app', async () =
   assert.deepEqual(problems.csp, []);
   await context.close();
 });
+
+test('a sign-in that fails at the callback shows its reason on the sign-in page', async () => {
+  const { context, page, problems } = await newPage(browser);
+  // what a browser sees after a provider answers with a stale or forged state
+  await page.goto(`${base}/api/auth/oidc/callback?state=${'0'.repeat(64)}&code=x`);
+  await page.locator('#signin-error').waitFor();
+  assert.equal(new URL(page.url()).pathname, '/');
+  assert.match(await page.locator('#signin-error').innerText(), /^Sign-in failed: this sign-in is unknown, expired, already used/);
+  assert.deepEqual(problems.errors, []);
+  await context.close();
+});

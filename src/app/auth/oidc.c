@@ -1,6 +1,7 @@
 #include "app/auth/oidc.h"
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -583,6 +584,32 @@ static tk_status find_or_create(PGconn *c, const app_idtoken_claims *cl, char ui
     return TK_ERROR;
 }
 
+/* A failed callback. The callback is a browser's navigation back from the
+ * provider: a browser (Accept: text/html) is sent to the sign-in page with
+ * ?error=CODE&error_description=..., which shows the reason; any other client
+ * gets the JSON error with its status. */
+static void callback_fail(tk_req *r, int status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void callback_fail(tk_req *r, int status, const char *code, const char *fmt, ...)
+{
+    char msg[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const char *accept = tk_req_header(r, "Accept");
+    if (!accept || !strstr(accept, "text/html")) {
+        tk_respond_error(r, status, code, "%s", msg);
+        return;
+    }
+    tk_arena *a = tk_req_arena(r);
+    char *loc =
+        tk_arena_printf(a, "/?error=%s&error_description=%s", code, tk_percent_encode(a, msg));
+    tk_respond_header(r, "Location", loc);
+    tk_respond_header(r, "Cache-Control", "no-store");
+    tk_respond(r, 302, "text/plain", "", 0);
+}
+
 static void h_callback(tk_req *r, void *ud)
 {
     if (oidc_off(r))
@@ -593,7 +620,7 @@ static void h_callback(tk_req *r, void *ud)
     const char *state = tk_req_query(r, "state");
     const char *browser = app_cookie_get(a, tk_req_header(r, "Cookie"), flow_cookie_name());
     if (!state || !app_is_hex(state, APP_SECRET_HEX)) {
-        tk_respond_error(r, 400, "OIDC_STATE", "the sign-in callback has no valid state");
+        callback_fail(r, 400, "OIDC_STATE", "the sign-in callback has no valid state");
         return;
     }
     char err[512];
@@ -613,35 +640,35 @@ static void h_callback(tk_req *r, void *ud)
         tk_warn("oidc", "msg=\"callback refused\" reason=\"%s\" ip=%s",
                 st == TK_ENOENT ? "unknown or used state" : "another browser or expired",
                 tk_req_client_ip(r));
-        tk_respond_error(r, 400, "OIDC_STATE",
-                         "this sign-in is unknown, expired, already used or was started in "
-                         "another browser; start again");
+        callback_fail(r, 400, "OIDC_STATE",
+                      "this sign-in is unknown, expired, already used or was started in "
+                      "another browser; start again");
         goto out;
     }
     set_flow_cookie(r, "", 0);
     if (perr) {
-        tk_respond_error(r, 401, "OIDC_DENIED", "the provider refused the sign-in: %.100s", perr);
+        callback_fail(r, 401, "OIDC_DENIED", "the provider refused the sign-in: %.100s", perr);
         goto out;
     }
     if (!code || !*code || strlen(code) > 2048) {
-        tk_respond_error(r, 400, "OIDC_STATE", "the sign-in callback has no code");
+        callback_fail(r, 400, "OIDC_STATE", "the sign-in callback has no code");
         goto out;
     }
     if (discover(err, sizeof err) != TK_OK) {
-        tk_respond_error(r, 502, "OIDC_PROVIDER", "the sign-in provider is unavailable: %s", err);
+        callback_fail(r, 502, "OIDC_PROVIDER", "the sign-in provider is unavailable: %s", err);
         goto out;
     }
     st = exchange(a, code, &f, &id_token, &access_token, err, sizeof err);
     if (st != TK_OK) {
         tk_warn("oidc", "msg=\"token exchange failed\" reason=\"%s\"", err);
-        tk_respond_error(r, 502, "OIDC_TOKEN", "%s", err);
+        callback_fail(r, 502, "OIDC_TOKEN", "%s", err);
         goto out;
     }
     app_idtoken_claims cl;
     st = verify_id_token(id_token, f.nonce, &cl, err, sizeof err);
     if (st != TK_OK) {
         tk_warn("oidc", "msg=\"ID token refused\" reason=\"%s\"", err);
-        tk_respond_error(r, st == TK_ERROR ? 502 : 401, "OIDC_ID_TOKEN", "%s", err);
+        callback_fail(r, st == TK_ERROR ? 502 : 401, "OIDC_ID_TOKEN", "%s", err);
         goto out;
     }
     if (!cl.email[0] || !cl.name[0])
@@ -649,10 +676,10 @@ static void h_callback(tk_req *r, void *ud)
     char uid[TK_UUID_LEN];
     st = find_or_create(c, &cl, uid);
     if (st == TK_EDENIED) {
-        tk_respond_error(r, 409, "EMAIL_IN_USE",
-                         "an account with the email %s already exists; sign in with its password, "
-                         "or ask the administrator to link accounts (OIDC_LINK_BY_EMAIL)",
-                         cl.email);
+        callback_fail(r, 409, "EMAIL_IN_USE",
+                      "an account with the email %s already exists; sign in with its password, "
+                      "or ask the administrator to link accounts (OIDC_LINK_BY_EMAIL)",
+                      cl.email);
         goto out;
     }
     if (st != TK_OK) {

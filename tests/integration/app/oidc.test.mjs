@@ -165,6 +165,23 @@ describe('OpenID Connect', () => {
     assert.equal(pg.rows(`SELECT count(*) FROM user_identities WHERE subject = 'decliner-sub'`)[0][0], '0');
   });
 
+  test('a browser whose sign-in fails is sent to the sign-in page with the reason', async () => {
+    const out = await op.signIn(`${rs.url}/api/auth/oidc/start`, 'decliner2-sub', { consent: false });
+    const html = { headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' } };
+    const r = await hop(out.jar, out.location, html);
+    assert.equal(r.status, 302);
+    const loc = new URL(r.headers.get('location'), rs.url);
+    assert.equal(loc.origin, rs.url);
+    assert.equal(loc.pathname, '/');
+    assert.equal(loc.searchParams.get('error'), 'OIDC_DENIED');
+    assert.match(loc.searchParams.get('error_description'), /the provider refused the sign-in: access_denied/);
+    assert.equal(r.headers.getSetCookie().filter((c) => /^tusko_session=[^;]/.test(c)).length, 0, 'no session');
+    // the same for a replayed or forged callback
+    const forged = await hop(out.jar, `${rs.url}/api/auth/oidc/callback?state=zz&code=x`, html);
+    assert.equal(forged.status, 302);
+    assert.equal(new URL(forged.headers.get('location'), rs.url).searchParams.get('error'), 'OIDC_STATE');
+  });
+
   test('return_to must be a path on this site (no open redirect)', async () => {
     for (const bad of ['//evil.example/x', 'https://evil.example/', '/\\evil.example', 'javascript:alert(1)', '/a b']) {
       const r = await api(rs.url, `/api/auth/oidc/start?return_to=${encodeURIComponent(bad)}`);
