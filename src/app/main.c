@@ -88,9 +88,12 @@ static int serve(void)
     char err[512];
     tk_httpc_global_init();
     app_log_summary();
-    if (agent_init(err, sizeof err) != TK_OK) {
+    tk_status st = agent_init(err, sizeof err);
+    if (st != TK_OK) {
+        /* a bad setting (e.g. a SUBAGENT_<ROLE>_MODEL outside TUSKO_MODELS)
+         * exits 2, as other settings do */
         fprintf(stderr, "tusko: %s\n", err);
-        return 1;
+        return st == TK_EINVAL ? 2 : 1;
     }
     tk_httpd *h = app_server_start(&prog, err, sizeof err);
     if (!h) {

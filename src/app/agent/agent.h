@@ -84,6 +84,9 @@ typedef struct {
     json_t *messages;         /* the conversation so far (stolen) */
     const char *const *tools; /* allowed tool names (NULL-terminated), NULL: all available */
     int max_steps;            /* model calls at most */
+    /* The setting max_steps comes from, named in the error when the budget
+     * ends (a static string); NULL: "TUSKO_STEP_BUDGET". */
+    const char *steps_setting;
     int64_t deadline_mono_ms; /* 0: none */
     agent_trace *trace;       /* borrowed; outlives the run */
     const char *parent_span;  /* NULL: top level of the turn */
@@ -117,8 +120,8 @@ int64_t agent_run_input_tokens(const agent_run *r);
 int64_t agent_run_output_tokens(const agent_run *r);
 void agent_run_free(agent_run *r);
 /* A configuration for a nested run inside a tool call: session, user, turn,
- * model, trace, parent span, deadline, depth (+1) and parent_call_id taken
- * from the call. Cancelling the
+ * model, trace, parent span, deadline, step budget (and its setting), depth
+ * (+1) and parent_call_id taken from the call. Cancelling the
  * parent reaches the nested run through the tool's .cancel hook (which calls
  * agent_run_cancel on it). */
 agent_run_cfg agent_run_cfg_for_call(agent_call *call);

@@ -287,9 +287,8 @@ static void run_step(agent_run *r)
     }
     if (r->step >= r->cfg.max_steps) {
         char m[200];
-        snprintf(m, sizeof m,
-                 "stopped after %d model calls: the step budget (TUSKO_STEP_BUDGET) is used up",
-                 r->step);
+        snprintf(m, sizeof m, "stopped after %d model calls: the step budget (%s) is used up",
+                 r->step, r->cfg.steps_setting ? r->cfg.steps_setting : "TUSKO_STEP_BUDGET");
         run_emit(r, "error",
                  tk_json_obj("code", json_string("STEP_BUDGET"), "message", json_string(m), NULL));
         run_finish(r, "failed", "STEP_BUDGET", m);
@@ -916,6 +915,7 @@ agent_run_cfg agent_run_cfg_for_call(agent_call *call)
                          .turn_id = p->turn_id,
                          .model = p->cfg.model,
                          .max_steps = p->cfg.max_steps,
+                         .steps_setting = p->cfg.steps_setting,
                          .deadline_mono_ms = p->cfg.deadline_mono_ms,
                          .trace = p->cfg.trace,
                          .parent_span = agent_span_id(call->span),

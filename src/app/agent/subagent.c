@@ -73,6 +73,9 @@ static const char *role_model_setting(int role)
                                    : c->reviewer_model;
 }
 
+static const char *const ROLE_STEPS_SETTING[NROLES] = {
+    "SUBAGENT_RESEARCHER_STEPS", "SUBAGENT_CODER_STEPS", "SUBAGENT_REVIEWER_STEPS"};
+
 static int role_steps(int role)
 {
     const agent_subagent_config *c = conf();
@@ -194,6 +197,15 @@ static void sub_done(void *ud, agent_run *run)
                           steps, steps == 1 ? "" : "s", calls, calls == 1 ? "" : "s", capped);
     } else if (done) {
         agent_result_error(&res, "the %s finished without an answer", rd->name);
+    } else if (strcmp(agent_run_error_code(run), "STEP_BUDGET") == 0) {
+        /* the parent goes on: it is told why there is no answer, and that
+         * asking again the same way would end the same */
+        agent_result_error(&res,
+                           "the %s subagent ran out of steps: it used all %d model calls of its "
+                           "budget (%s) without a final answer; split the task or do the rest "
+                           "yourself%s%s",
+                           rd->name, steps, ROLE_STEPS_SETTING[st->role],
+                           *text ? ". Its last answer:\n" : "", *text ? capped : "");
     } else if (strcmp(state, "cancelled") == 0) {
         agent_result_error(
             &res, "stopped: the turn was cancelled (the %s subagent was interrupted)", rd->name);
@@ -363,6 +375,7 @@ static void start_delegate(agent_call *call, const json_t *args)
     cfg.messages = msgs;
     cfg.tools = tools;
     cfg.max_steps = role_steps(role);
+    cfg.steps_setting = ROLE_STEPS_SETTING[role];
     cfg.parent_span = agent_span_id(st->span);
     cfg.label = rd->name;
     cfg.subagent_id = st->id;

@@ -5,12 +5,15 @@
 // cited; remember's validation; memories offered at the start of a turn (in
 // the request the model server recorded and in the trace); nested subagents
 // with SUBAGENT_MAX_DEPTH=2 (events tagged down two levels, the limit refused
-// at depth 2); the Coder refused when execution is off.
+// at depth 2); the Coder refused when execution is off. Then, on a second
+// tusko, each role's settings: SUBAGENT_<ROLE>_MODEL in the requests recorded
+// (unset: the chat's model), SUBAGENT_<ROLE>_STEPS ending a run that never
+// stops, a role model outside TUSKO_MODELS refused at start-up.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { stopAll } from '../../lib/harness.mjs';
-import { api, makeUser, messages, newSession, startModels, startTusko, textOf, turn } from './lib.mjs';
+import { runProgram, stopAll } from '../../lib/harness.mjs';
+import { api, makeUser, messages, newSession, startModels, startTusko, textOf, turn, tuskoEnv } from './lib.mjs';
 
 const lives = (city, from) => ({ name: 'remember', arguments: { fact: { subject: 'Ada Quist', predicate: 'lives in', object: city, valid_from: from } } });
 const recall = (at) => ({ name: 'recall_facts', arguments: { entity: 'Ada Quist', at } });
@@ -259,5 +262,169 @@ describe('Utopia tools and memories in turns', () => {
     assert.ok(!t.events.some((e) => e.event === 'subagent_start'));
     const msgs = await messages(base, alice, sid);
     assert.equal(msgs.filter((m) => m.role === 'tool').length, 1);
+  });
+});
+
+// Each role's settings through the agent loop: SUBAGENT_<ROLE>_MODEL routes the
+// subagent's model requests (and the protocol) to that model, unset it follows
+// the chat's model; a role model outside TUSKO_MODELS refuses start-up naming
+// the variable; a subagent that never stops ends at SUBAGENT_<ROLE>_STEPS and
+// its parent is told so and goes on. The sandbox lane is on here
+// (OPENSANDBOX_URL names a loopback port nothing serves) only so that the
+// Coder may start: its scripted answer calls no tool, so no sandbox is asked for.
+const ROLE_MODELS = 'openai:gpt-4o-mini,anthropic:claude-sonnet-4,openai:gpt-4.1-nano,anthropic:claude-haiku-3';
+const delegate = (role, scenario) => ({ name: 'delegate_subagent', arguments: { role, task: `${role} task #scenario:${scenario}` } });
+const ROLE_SCENARIOS = {
+  'roles-all': {
+    steps: [
+      { tool_calls: [delegate('researcher', 'as-researcher'), delegate('coder', 'as-coder'), delegate('reviewer', 'as-reviewer')] },
+      { text: 'all three: {{tool_results}}' },
+    ],
+  },
+  'as-researcher': { steps: [{ text: 'researcher on {{model}} ({{protocol}})' }] },
+  'as-coder': { steps: [{ text: 'coder on {{model}} ({{protocol}})' }] },
+  'as-reviewer': { steps: [{ text: 'reviewer on {{model}} ({{protocol}})' }] },
+  'budget-top': {
+    steps: [
+      { tool_calls: [delegate('researcher', 'forever')] },
+      { text: 'the parent goes on after: {{tool_result}}' },
+    ],
+  },
+  // one step, repeated for ever: a tool call every time, never a final answer
+  forever: { steps: [{ text: 'still looking', tool_calls: [{ name: 'recall_facts', arguments: { entity: 'Nobody Known' } }] }] },
+};
+
+describe("delegate_subagent: each role's model and step budget (settings)", () => {
+  let ms, stack, base, u;
+
+  before(async () => {
+    ms = await startModels({ scenarios: ROLE_SCENARIOS });
+    stack = await startTusko(ms, {
+      tag: 'roles',
+      env: {
+        TUSKO_MODELS: ROLE_MODELS,
+        SUBAGENT_RESEARCHER_MODEL: 'anthropic:claude-haiku-3',
+        SUBAGENT_CODER_MODEL: 'gpt-4.1-nano', // the bare model name, unambiguous in the allowlist
+        // SUBAGENT_REVIEWER_MODEL unset: the chat's model
+        SUBAGENT_RESEARCHER_STEPS: '3',
+        OPENSANDBOX_URL: 'http://127.0.0.1:9',
+        OPENSANDBOX_API_KEY: 'never-used-no-sandbox-is-asked-for',
+      },
+    });
+    base = stack.tusko.url;
+    u = makeUser(stack.pg);
+  });
+  after(async () => {
+    await stopAll();
+    await ms.close();
+  });
+
+  const only = (name) => {
+    const recs = ms.requests(name);
+    assert.equal(recs.length, 1, `${name}: ${recs.length} requests`);
+    return recs[0];
+  };
+
+  test('SUBAGENT_<ROLE>_MODEL routes each role to its model; unset, the role uses the chat model', async () => {
+    // a chat on the default model (openai:gpt-4o-mini)
+    const sid = await newSession(base, u);
+    const t = await turn(base, u, sid, 'split it #scenario:roles-all');
+    assert.equal(t.end.state, 'done', JSON.stringify(t.end));
+    const starts = Object.fromEntries(t.events.filter((e) => e.event === 'subagent_start').map((e) => [e.json.role, e.json]));
+    assert.deepEqual(Object.keys(starts).sort(), ['coder', 'researcher', 'reviewer']);
+    assert.equal(starts.researcher.model, 'anthropic:claude-haiku-3');
+    assert.equal(starts.coder.model, 'openai:gpt-4.1-nano');
+    assert.equal(starts.reviewer.model, 'openai:gpt-4o-mini');
+    assert.deepEqual([starts.researcher.max_steps, starts.coder.max_steps, starts.reviewer.max_steps], [3, 12, 6]);
+    // what each subagent's model request carried, as the model server recorded it
+    const res = only('as-researcher');
+    assert.equal(res.model, 'claude-haiku-3');
+    assert.equal(res.protocol, 'anthropic');
+    assert.ok(res.system.startsWith('You are the Researcher, a subagent of Tusko.'), res.system);
+    assert.doesNotMatch(res.system, /You are Tusko, a helpful agent/, "the role's prompt is its own, not the chat's");
+    assert.ok(res.tools.includes('recall_facts') && !res.tools.includes('write_file'), res.tools.join(','));
+    const cod = only('as-coder');
+    assert.equal(cod.model, 'gpt-4.1-nano');
+    assert.equal(cod.protocol, 'openai');
+    assert.ok(cod.system.startsWith('You are the Coder, a subagent of Tusko.'), cod.system);
+    for (const name of ['write_file', 'read_file', 'execute_command', 'execute_code']) assert.ok(cod.tools.includes(name), cod.tools.join(','));
+    const rev = only('as-reviewer');
+    assert.equal(rev.model, 'gpt-4o-mini');
+    assert.equal(rev.protocol, 'openai');
+    assert.ok(rev.system.startsWith('You are the Reviewer, a subagent of Tusko.'), rev.system);
+    assert.deepEqual([...rev.tools].sort(), ['list_files', 'preview', 'read_file', 'search_chunks']);
+    // the parent's own calls stayed on the chat's model; it got the three answers
+    for (const r of ms.requests('roles-all')) assert.equal(r.model, 'gpt-4o-mini');
+    const last = ms.requests('roles-all').at(-1);
+    assert.match(last.body.messages.filter((m) => m.role === 'tool').map((m) => m.content).join('\n'), /researcher on claude-haiku-3 \(anthropic\)[^]*coder on gpt-4.1-nano \(openai\)[^]*reviewer on gpt-4o-mini \(openai\)/);
+    assert.ok(!t.events.some((e) => e.event === 'sandbox_spawn'), 'no sandbox was asked for');
+
+    // a chat on the other provider: the reviewer (unset) follows it, the others keep theirs
+    ms.clearRequests();
+    const t2 = await turn(base, u, sid, 'again #scenario:roles-all', { model: 'anthropic:claude-sonnet-4' });
+    assert.equal(t2.end.state, 'done', JSON.stringify(t2.end));
+    assert.equal(only('as-reviewer').model, 'claude-sonnet-4');
+    assert.equal(only('as-reviewer').protocol, 'anthropic');
+    assert.equal(only('as-researcher').model, 'claude-haiku-3');
+    assert.equal(only('as-coder').model, 'gpt-4.1-nano');
+    for (const r of ms.requests('roles-all')) assert.equal(r.model, 'claude-sonnet-4');
+  });
+
+  test('a subagent that never stops ends at its SUBAGENT_<ROLE>_STEPS; the parent is told and goes on', async () => {
+    ms.clearRequests();
+    const sid = await newSession(base, u);
+    const t = await turn(base, u, sid, 'dig #scenario:budget-top');
+    assert.equal(t.end.state, 'done', JSON.stringify(t.end));
+    // exactly SUBAGENT_RESEARCHER_STEPS (3) model calls, each answered with a tool call that ran
+    assert.equal(ms.requests('forever').length, 3);
+    const start = t.events.find((e) => e.event === 'subagent_start').json;
+    assert.equal(start.max_steps, 3);
+    const mine = t.events.filter((e) => e.json.subagent_id === start.subagent_id);
+    assert.equal(mine.filter((e) => e.event === 'tool_end').length, 3);
+    const err = mine.find((e) => e.event === 'error').json;
+    assert.equal(err.code, 'STEP_BUDGET');
+    assert.match(err.message, /stopped after 3 model calls: the step budget \(SUBAGENT_RESEARCHER_STEPS\) is used up/);
+    const end = mine.find((e) => e.event === 'subagent_end').json;
+    assert.equal(end.state, 'failed');
+    assert.equal(end.error_code, 'STEP_BUDGET');
+    assert.equal(end.steps, 3);
+    assert.equal(end.tool_calls, 3);
+    // the delegate call's result: it ran out of steps, with its last words
+    const call = t.events.find((e) => e.event === 'tool_end' && !e.json.subagent_id).json;
+    assert.equal(call.name, 'delegate_subagent');
+    assert.equal(call.ok, false);
+    assert.match(call.result, /^the researcher subagent ran out of steps: it used all 3 model calls of its budget \(SUBAGENT_RESEARCHER_STEPS\) without a final answer; split the task or do the rest yourself\. Its last answer:\nstill looking$/);
+    assert.equal(call.data.state, 'failed');
+    // the parent turn went on: its model got that result and answered
+    const next = ms.requests('budget-top').at(-1);
+    assert.equal(next.step, 1);
+    assert.match(next.tool_result, /ran out of steps/);
+    const parentText = t.events.filter((e) => e.event === 'text' && !e.json.subagent_id).map((e) => e.json.delta).join('');
+    assert.match(parentText, /^the parent goes on after: the researcher subagent ran out of steps/);
+    const trace = await api(base, `/api/turns/${t.turnId}/trace`, { headers: u.auth });
+    const span = trace.json.spans.find((s) => s.kind === 'subagent');
+    assert.equal(span.status, 'error');
+    assert.equal(span.attrs.error_code, 'STEP_BUDGET');
+    assert.equal(trace.json.spans.filter((s) => s.kind === 'llm' && s.parent_id === span.id).length, 3);
+  });
+
+  test('a role model outside TUSKO_MODELS refuses start-up, naming the variable', async () => {
+    for (const [name, value] of [
+      ['SUBAGENT_RESEARCHER_MODEL', 'openai:gpt-5-unlisted'],
+      ['SUBAGENT_CODER_MODEL', 'claude-opus-9'],
+      ['SUBAGENT_REVIEWER_MODEL', 'mistral:large'],
+    ]) {
+      const r = runProgram('tusko', ['serve'], { env: tuskoEnv(stack.pg, ms, { TUSKO_MODELS: ROLE_MODELS, [name]: value }), timeoutMs: 30000 });
+      assert.equal(r.code, 2, `${name}: exit ${r.code} ${r.signal || ''}\n${r.stderr}`);
+      assert.match(r.stderr, new RegExp(`^tusko: ${name}: "${value}" is not one of TUSKO_MODELS \\(the allowlist\\); name an allowed model or unset it to use the chat's model$`, 'm'));
+      assert.doesNotMatch(r.stderr, /msg="listening"/);
+    }
+    // a bare model name two providers share is ambiguous, and refused the same way
+    const amb = runProgram('tusko', ['serve'], {
+      env: tuskoEnv(stack.pg, ms, { TUSKO_MODELS: 'openai:same-name,anthropic:same-name', SUBAGENT_REVIEWER_MODEL: 'same-name' }),
+      timeoutMs: 30000,
+    });
+    assert.equal(amb.code, 2, amb.stderr);
+    assert.match(amb.stderr, /SUBAGENT_REVIEWER_MODEL: "same-name" is not one of TUSKO_MODELS/);
   });
 });
