@@ -286,12 +286,15 @@ const ROLE_SCENARIOS = {
   'as-reviewer': { steps: [{ text: 'reviewer on {{model}} ({{protocol}})' }] },
   'budget-top': {
     steps: [
-      { tool_calls: [delegate('researcher', 'forever')] },
-      { text: 'the parent goes on after: {{tool_result}}' },
+      { tool_calls: [delegate('researcher', 'forever-researcher'), delegate('coder', 'forever-coder'), delegate('reviewer', 'forever-reviewer')] },
+      { text: 'the parent goes on after: {{tool_results}}' },
     ],
   },
-  // one step, repeated for ever: a tool call every time, never a final answer
-  forever: { steps: [{ text: 'still looking', tool_calls: [{ name: 'recall_facts', arguments: { entity: 'Nobody Known' } }] }] },
+  // one step, repeated for ever: a tool call every time (one each role has and
+  // that needs no sandbox), never a final answer
+  ...Object.fromEntries(
+    ['researcher', 'coder', 'reviewer'].map((r) => [`forever-${r}`, { steps: [{ text: `${r} still looking`, tool_calls: [{ name: 'search_chunks', arguments: { query: 'nothing to be found' } }] }] }]),
+  ),
 };
 
 describe("delegate_subagent: each role's model and step budget (settings)", () => {
@@ -307,6 +310,7 @@ describe("delegate_subagent: each role's model and step budget (settings)", () =
         SUBAGENT_CODER_MODEL: 'gpt-4.1-nano', // the bare model name, unambiguous in the allowlist
         // SUBAGENT_REVIEWER_MODEL unset: the chat's model
         SUBAGENT_RESEARCHER_STEPS: '3',
+        SUBAGENT_REVIEWER_STEPS: '2', // the Coder keeps its default, 12
         OPENSANDBOX_URL: 'http://127.0.0.1:9',
         OPENSANDBOX_API_KEY: 'never-used-no-sandbox-is-asked-for',
       },
@@ -335,7 +339,7 @@ describe("delegate_subagent: each role's model and step budget (settings)", () =
     assert.equal(starts.researcher.model, 'anthropic:claude-haiku-3');
     assert.equal(starts.coder.model, 'openai:gpt-4.1-nano');
     assert.equal(starts.reviewer.model, 'openai:gpt-4o-mini');
-    assert.deepEqual([starts.researcher.max_steps, starts.coder.max_steps, starts.reviewer.max_steps], [3, 12, 6]);
+    assert.deepEqual([starts.researcher.max_steps, starts.coder.max_steps, starts.reviewer.max_steps], [3, 12, 2]);
     // what each subagent's model request carried, as the model server recorded it
     const res = only('as-researcher');
     assert.equal(res.model, 'claude-haiku-3');
@@ -375,37 +379,48 @@ describe("delegate_subagent: each role's model and step budget (settings)", () =
     const sid = await newSession(base, u);
     const t = await turn(base, u, sid, 'dig #scenario:budget-top');
     assert.equal(t.end.state, 'done', JSON.stringify(t.end));
-    // exactly SUBAGENT_RESEARCHER_STEPS (3) model calls, each answered with a tool call that ran
-    assert.equal(ms.requests('forever').length, 3);
-    const start = t.events.find((e) => e.event === 'subagent_start').json;
-    assert.equal(start.max_steps, 3);
-    const mine = t.events.filter((e) => e.json.subagent_id === start.subagent_id);
-    assert.equal(mine.filter((e) => e.event === 'tool_end').length, 3);
-    const err = mine.find((e) => e.event === 'error').json;
-    assert.equal(err.code, 'STEP_BUDGET');
-    assert.match(err.message, /stopped after 3 model calls: the step budget \(SUBAGENT_RESEARCHER_STEPS\) is used up/);
-    const end = mine.find((e) => e.event === 'subagent_end').json;
-    assert.equal(end.state, 'failed');
-    assert.equal(end.error_code, 'STEP_BUDGET');
-    assert.equal(end.steps, 3);
-    assert.equal(end.tool_calls, 3);
-    // the delegate call's result: it ran out of steps, with its last words
-    const call = t.events.find((e) => e.event === 'tool_end' && !e.json.subagent_id).json;
-    assert.equal(call.name, 'delegate_subagent');
-    assert.equal(call.ok, false);
-    assert.match(call.result, /^the researcher subagent ran out of steps: it used all 3 model calls of its budget \(SUBAGENT_RESEARCHER_STEPS\) without a final answer; split the task or do the rest yourself\. Its last answer:\nstill looking$/);
-    assert.equal(call.data.state, 'failed');
-    // the parent turn went on: its model got that result and answered
+    // each role: exactly its budget of model calls (SUBAGENT_RESEARCHER_STEPS=3,
+    // SUBAGENT_REVIEWER_STEPS=2, the Coder's default 12), each answered with a
+    // tool call that ran
+    const budgets = { researcher: ['SUBAGENT_RESEARCHER_STEPS', 3], coder: ['SUBAGENT_CODER_STEPS', 12], reviewer: ['SUBAGENT_REVIEWER_STEPS', 2] };
+    const calls = t.events.filter((e) => e.event === 'tool_end' && !e.json.subagent_id).map((e) => e.json);
+    assert.equal(calls.length, 3);
+    const trace = await api(base, `/api/turns/${t.turnId}/trace`, { headers: u.auth });
+    for (const [role, [setting, n]] of Object.entries(budgets)) {
+      assert.equal(ms.requests(`forever-${role}`).length, n, role);
+      const start = t.events.find((e) => e.event === 'subagent_start' && e.json.role === role).json;
+      assert.equal(start.max_steps, n);
+      const mine = t.events.filter((e) => e.json.subagent_id === start.subagent_id);
+      assert.equal(mine.filter((e) => e.event === 'tool_end').length, n, role);
+      const err = mine.find((e) => e.event === 'error').json;
+      assert.equal(err.code, 'STEP_BUDGET');
+      assert.equal(err.message, `stopped after ${n} model calls: the step budget (${setting}) is used up`);
+      const end = mine.find((e) => e.event === 'subagent_end').json;
+      assert.equal(end.state, 'failed');
+      assert.equal(end.error_code, 'STEP_BUDGET');
+      assert.equal(end.steps, n);
+      assert.equal(end.tool_calls, n);
+      // the delegate call's result: it ran out of steps, with its last words
+      const call = calls.find((c) => c.call_id === start.parent_call_id);
+      assert.equal(call.name, 'delegate_subagent');
+      assert.equal(call.ok, false);
+      assert.equal(
+        call.result,
+        `the ${role} subagent ran out of steps: it used all ${n} model calls of its budget (${setting}) without a final answer; split the task or do the rest yourself. Its last answer:\n${role} still looking`,
+      );
+      assert.equal(call.data.state, 'failed');
+      const span = trace.json.spans.find((s) => s.kind === 'subagent' && s.attrs.subagent_id === start.subagent_id);
+      assert.equal(span.status, 'error');
+      assert.equal(span.attrs.error_code, 'STEP_BUDGET');
+      assert.equal(trace.json.spans.filter((s) => s.kind === 'llm' && s.parent_id === span.id).length, n);
+    }
+    // the parent turn went on: its model got the three results and answered
     const next = ms.requests('budget-top').at(-1);
     assert.equal(next.step, 1);
-    assert.match(next.tool_result, /ran out of steps/);
+    assert.equal(next.body.messages.filter((m) => m.role === 'tool' && /ran out of steps/.test(m.content)).length, 3);
     const parentText = t.events.filter((e) => e.event === 'text' && !e.json.subagent_id).map((e) => e.json.delta).join('');
-    assert.match(parentText, /^the parent goes on after: the researcher subagent ran out of steps/);
-    const trace = await api(base, `/api/turns/${t.turnId}/trace`, { headers: u.auth });
-    const span = trace.json.spans.find((s) => s.kind === 'subagent');
-    assert.equal(span.status, 'error');
-    assert.equal(span.attrs.error_code, 'STEP_BUDGET');
-    assert.equal(trace.json.spans.filter((s) => s.kind === 'llm' && s.parent_id === span.id).length, 3);
+    assert.match(parentText, /^the parent goes on after: the \w+ subagent ran out of steps/);
+    assert.ok(!t.events.some((e) => e.event === 'sandbox_spawn'), 'no sandbox was asked for');
   });
 
   test('a role model outside TUSKO_MODELS refuses start-up, naming the variable', async () => {
