@@ -992,7 +992,7 @@ static void open_effects(struct ctx *x, struct entry *e, const struct attrs *at)
             e->fence = 1;
             x->pre_skip_nl = 1;
         }
-    } else if (t == T_A && at->href) {
+    } else if (t == T_A && at->href && !x->o->no_links) {
         e->link = link_id(x, at->href, at->href_len);
         if (e->link) {
             x->open_link = e->link;

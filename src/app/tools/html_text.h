@@ -1,6 +1,7 @@
 /*
- * html_text.h — readable text out of an untrusted HTML page, for the agent:
- * web_fetch now, the browser's "read the page" later.
+ * html_text.h — readable text out of an untrusted HTML page: web_fetch's
+ * result, Utopia's HTML documents (src/app/utopia/html.c), the browser's "read
+ * the page" later.
  *
  * A tolerant single-pass tokenizer with a small open-element stack, not a DOM.
  * What comes out:
@@ -53,6 +54,7 @@ typedef struct {
     size_t max_text;     /* bytes of text at most; 0: HTML_TEXT_MAX_TEXT */
     size_t max_links;    /* links numbered at most; 0: HTML_TEXT_MAX_LINKS */
     const char *charset; /* from the Content-Type; NULL: <meta charset>, else UTF-8 */
+    int no_links;        /* links are plain text: no markers, no list */
 } html_text_opts;
 
 typedef struct {

@@ -81,6 +81,30 @@ TEST(html_strips_scripts_styles_keeps_headings)
         CHECK(strstr(B.v[i].text, "drawn") == NULL);
     }
     utopia_blocks_free(&B);
+    /* the page's navigation and footer are not its text; links are plain text;
+     * a <pre> is one block */
+    ex(UTOPIA_FMT_HTML, "<body><nav><a href=\"/\">Home</a></nav><main><h1>Notes</h1>"
+                        "<p>See <a href=\"https://example.com/x\">the docs</a>.</p>"
+                        "<pre>line 1\n\nline 3</pre><ul><li>one</li><li>two</li></ul></main>"
+                        "<footer>(c) someone</footer></body>");
+    CHECK_INT(B.n, ==, 4);
+    CHECK(B.v[0].kind == UTOPIA_BLOCK_HEADING && B.v[0].level == 1);
+    CHECK_STR(B.v[0].text, "Notes");
+    CHECK_STR(B.v[1].text, "See the docs.");
+    CHECK_STR(B.v[2].text, "line 1\nline 3"); /* blank lines fold, as in every block */
+    CHECK_STR(B.v[3].text, "- one\n- two");
+    utopia_blocks_free(&B);
+    /* text over the cap is refused, not cut */
+    {
+        utopia_blocks big;
+        utopia_blocks_init(&big, 64);
+        char html[400];
+        snprintf(html, sizeof html, "<p>%0300d</p>", 7);
+        char e2[200];
+        CHECK(utopia_extract(UTOPIA_FMT_HTML, html, strlen(html), NULL, &big, e2, sizeof e2) ==
+              TK_ETOOBIG);
+        utopia_blocks_free(&big);
+    }
     /* unterminated constructs end quietly */
     ex(UTOPIA_FMT_HTML, "<p>a<script>never closed");
     CHECK_INT(B.n, ==, 1);
