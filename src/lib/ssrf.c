@@ -1085,7 +1085,8 @@ static void copy_text(char *out, size_t outlen, const char *s)
  */
 static tk_status do_hop(const tk_ssrf_policy *p, const tk_ssrf_target *t, const char *method,
                         const tk_ssrf_fetch_opts *o, int send_headers, long remaining_ms,
-                        size_t cap, struct hop *x, tk_ssrf_result *r, tk_ssrf_hop *hop)
+                        long timeout_ms, size_t cap, struct hop *x, tk_ssrf_result *r,
+                        tk_ssrf_hop *hop)
 {
     tk_status st = TK_OK;
     char errbuf[CURL_ERROR_SIZE] = "";
@@ -1192,8 +1193,9 @@ static tk_status do_hop(const tk_ssrf_policy *p, const tk_ssrf_target *t, const 
         st = set_result(r, TK_SSRF_TOO_LARGE, TK_ETOOBIG,
                         "the response body of %s is larger than %zu bytes", t->url, cap);
     } else if (rc == CURLE_OPERATION_TIMEDOUT) {
-        st = set_result(r, TK_SSRF_TIMEOUT, TK_ETIMEOUT, "no complete response from %s in time",
-                        t->url);
+        st = set_result(r, TK_SSRF_TIMEOUT, TK_ETIMEOUT,
+                        "no complete response from %s within %ld ms (the fetch's time limit)",
+                        t->url, timeout_ms);
     } else {
         st = set_result(r, TK_SSRF_FETCH_FAILED, TK_ERROR, "%s: %s", t->url,
                         errbuf[0] ? errbuf : curl_easy_strerror(rc));
@@ -1269,8 +1271,8 @@ tk_status tk_ssrf_fetch(const tk_ssrf_policy *p, const char *url, const tk_ssrf_
             first_origin = tk_arena_strdup(a, cur.origin);
         int64_t remaining = timeout - (tk_mono_ms() - start);
         if (remaining <= 0) {
-            st = set_result(r, TK_SSRF_TIMEOUT, TK_ETIMEOUT, "no complete response in %ld ms",
-                            timeout);
+            st = set_result(r, TK_SSRF_TIMEOUT, TK_ETIMEOUT,
+                            "no complete response within %ld ms (the fetch's time limit)", timeout);
             break;
         }
         tk_ssrf_hop *hop = &r->hops[r->nhops++];
@@ -1278,7 +1280,7 @@ tk_status tk_ssrf_fetch(const tk_ssrf_policy *p, const char *url, const tk_ssrf_
         free(r->final_url);
         r->final_url = tk_strdup(t.url);
         int same_origin = strcmp(cur.origin, first_origin) == 0;
-        st = do_hop(p, &t, method, o, same_origin, (long)remaining, cap, &x, r, hop);
+        st = do_hop(p, &t, method, o, same_origin, (long)remaining, timeout, cap, &x, r, hop);
         r->status = hop->status;
         if (st != TK_OK)
             break;
