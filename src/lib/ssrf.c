@@ -108,8 +108,11 @@ static const struct range v4_rules[] = {
      META " (Oracle Cloud, 192.0.0.192)"},
     {24, {192, 0, 0}, "192.0.0.0/24", "IETF protocol assignments", NULL},
     {24, {192, 0, 2}, "192.0.2.0/24", "documentation", "TEST-NET-1"},
+    {24, {192, 31, 196}, "192.31.196.0/24", "AS112 DNS sink service", NULL},
+    {24, {192, 52, 193}, "192.52.193.0/24", "AMT relay anycast", NULL},
     {24, {192, 88, 99}, "192.88.99.0/24", "the deprecated 6to4 relay anycast range", NULL},
     {16, {192, 168}, "192.168.0.0/16", "private", "RFC 1918"},
+    {24, {192, 175, 48}, "192.175.48.0/24", "AS112 DNS sink service (direct delegation)", NULL},
     {15, {198, 18}, "198.18.0.0/15", "benchmarking", NULL},
     {24, {198, 51, 100}, "198.51.100.0/24", "documentation", "TEST-NET-2"},
     {24, {203, 0, 113}, "203.0.113.0/24", "documentation", "TEST-NET-3"},
@@ -118,12 +121,42 @@ static const struct range v4_rules[] = {
     {4, {240}, "240.0.0.0/4", "reserved", NULL},
 };
 
+/*
+ * IPv6. 2001::/23 is the IETF protocol assignments block: not globally
+ * reachable as a whole. Some assignments inside it are marked globally
+ * reachable by IANA (anycast for PCP/TURN/DNS-SD, AMT relays, AS112, the
+ * ORCHIDv2 and DET identifiers), but none of them serves web content, so the
+ * whole block is refused (fail closed); SSRF_ALLOW admits a part when an
+ * install needs it. Teredo (2001::/32) is decoded before these rules and
+ * admitted only when both IPv4 addresses it carries are public.
+ */
 static const struct range v6_rules[] = {
+    {48,
+     {0x00, 0x64, 0xff, 0x9b, 0x00, 0x01},
+     "64:ff9b:1::/48",
+     "local-use NAT64",
+     "RFC 8215; its address layout is the operator's, so the IPv4 inside cannot be checked"},
+    {32,
+     {0x20, 0x01, 0x00, 0x01},
+     "2001:1::/32",
+     "IETF protocol assignments (2001::/23)",
+     "PCP, TURN and DNS-SD anycast"},
     {48, {0x20, 0x01, 0x00, 0x02}, "2001:2::/48", "benchmarking", NULL},
+    {32, {0x20, 0x01, 0x00, 0x03}, "2001:3::/32", "AMT relay anycast", NULL},
+    {48, {0x20, 0x01, 0x00, 0x04, 0x01, 0x12}, "2001:4:112::/48", "AS112 DNS sink service", NULL},
     {28, {0x20, 0x01, 0x00, 0x10}, "2001:10::/28", "ORCHID (deprecated)", NULL},
+    {28, {0x20, 0x01, 0x00, 0x20}, "2001:20::/28", "ORCHIDv2 identifiers", NULL},
+    {28, {0x20, 0x01, 0x00, 0x30}, "2001:30::/28", "drone remote ID identifiers (DETs)", NULL},
+    {23, {0x20, 0x01}, "2001::/23", "IETF protocol assignments", NULL},
     {32, {0x20, 0x01, 0x0d, 0xb8}, "2001:db8::/32", "documentation", NULL},
+    {48,
+     {0x26, 0x20, 0x00, 0x4f, 0x80, 0x00},
+     "2620:4f:8000::/48",
+     "AS112 DNS sink service (direct delegation)",
+     NULL},
     {20, {0x3f, 0xff}, "3fff::/20", "documentation", NULL},
     {64, {0x01, 0x00}, "100::/64", "discard-only", NULL},
+    {64, {0x01, 0x00, 0, 0, 0, 0, 0, 0x01}, "100:0:0:1::/64", "the dummy IPv6 prefix", NULL},
     {16, {0x5f, 0x00}, "5f00::/16", "SRv6 SIDs", NULL},
     {128,
      {0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54},
@@ -173,7 +206,6 @@ static int v4_blocked(const uint8_t b[4], char *why, size_t whylen)
 static const uint8_t pfx_mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 static const uint8_t pfx_zero[12] = {0};
 static const uint8_t pfx_nat64[12] = {0, 0x64, 0xff, 0x9b};
-static const uint8_t pfx_nat64_local[6] = {0, 0x64, 0xff, 0x9b, 0, 1};
 
 /* An IPv4 address carried by an IPv6 form, and how to name it. */
 struct embedded {
@@ -203,13 +235,6 @@ static int embedded_v4(const tk_ip *ip, struct embedded out[2])
     if (memcmp(b, pfx_nat64, 12) == 0) {
         memcpy(out[0].v4, b + 12, 4);
         out[0].form = "NAT64 (64:ff9b::/96)";
-        out[0].role = "";
-        return 1;
-    }
-    if (memcmp(b, pfx_nat64_local, 6) == 0) {
-        /* Local-use NAT64 (RFC 8215): decoded as a /96 prefix, the usual layout. */
-        memcpy(out[0].v4, b + 12, 4);
-        out[0].form = "local-use NAT64 (64:ff9b:1::/48)";
         out[0].role = "";
         return 1;
     }
@@ -267,8 +292,10 @@ int tk_ssrf_addr_blocked(const tk_ip *ip, char *why, size_t whylen)
             return 1;
         }
     }
-    if (ne > 0 && memcmp(b, pfx_nat64, 4) == 0)
-        return 0; /* 64:ff9b::/96 and 64:ff9b:1::/48 carrying a public address */
+    if (ne > 0 && memcmp(b, pfx_nat64, 12) == 0)
+        return 0; /* 64:ff9b::/96 carrying a public address */
+    if (ne > 0 && b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0)
+        return 0; /* Teredo carrying two public addresses */
     for (size_t i = 0; i < TK_ARRAY_LEN(v6_rules); i++) {
         if (prefix_match(b, v6_rules[i].net, v6_rules[i].len)) {
             range_phrase(&v6_rules[i], why, whylen);

@@ -246,6 +246,16 @@ static const struct url_case url_cases[] = {
     {"http://198.18.0.1/", BLK, "benchmarking (198.18.0.0/15)"},
     {"http://198.19.255.255/", BLK, "benchmarking"},
     {"http://198.51.100.1/", BLK, "documentation (198.51.100.0/24)"},
+    {"http://192.0.0.9/", BLK, "IETF protocol assignments (192.0.0.0/24)"},
+    {"http://192.0.0.170/", BLK, "192.0.0.0/24"},
+    {"http://192.31.196.1/", BLK, "AS112 DNS sink service (192.31.196.0/24)"},
+    {"http://192.52.193.1/", BLK, "AMT relay anycast (192.52.193.0/24)"},
+    {"http://192.175.48.1/", BLK, "AS112 DNS sink service (direct delegation) (192.175.48.0/24)"},
+    {"http://192.31.195.255/", OK},
+    {"http://192.52.194.0/", OK},
+    {"http://192.175.49.0/", OK},
+    {"http://[::ffff:192.31.196.1]/", BLK, "AS112"},
+    {"http://[64:ff9b::192.52.193.1]/", BLK, "NAT64 (64:ff9b::/96) for 192.52.193.1, which is AMT"},
     {"http://203.0.113.1/", BLK, "documentation (203.0.113.0/24)"},
     {"http://224.0.0.1/", BLK, "multicast (224.0.0.0/4)"},
     {"http://239.255.255.250/", BLK, "multicast"},
@@ -318,7 +328,13 @@ static const struct url_case url_cases[] = {
     {"http://[64:ff9b::127.0.0.1]/", BLK, "NAT64 (64:ff9b::/96) for 127.0.0.1, which is loopback"},
     {"http://[64:ff9b::a9fe:a9fe]/", BLK, "metadata"},
     {"http://[64:ff9b::10.0.0.1]/", BLK, "private"},
-    {"http://[64:ff9b:1::7f00:1]/", BLK, "local-use NAT64"},
+    /* local-use NAT64 (RFC 8215): refused as a whole, whatever layout or IPv4 */
+    {"http://[64:ff9b:1::7f00:1]/", BLK, "local-use NAT64 (64:ff9b:1::/48)"},
+    {"http://[64:ff9b:1::808:808]/", BLK, "local-use NAT64 (64:ff9b:1::/48)"},
+    {"http://[64:ff9b:1:7f:0:100::]/", BLK, "local-use NAT64"}, /* /64 layout: 127.0.0.1 */
+    {"http://[64:ff9b:1:a00:1::]/", BLK, "local-use NAT64"},    /* /48 layout: 10.0.0.1 */
+    {"http://[64:ff9b:1:ffff:ffff:ffff:ffff:ffff]/", BLK, "local-use NAT64"},
+    {"http://[64:ff9b:2::808:808]/", BLK, "outside 2000::/3"},
     {"http://[2002:7f00:1::]/", BLK, "6to4 (2002::/16) for 127.0.0.1"},
     {"http://[2002:a9fe:a9fe::1]/", BLK, "6to4"},
     {"http://[2002:c0a8:1::]/", BLK, "192.168.0.1"},
@@ -337,8 +353,25 @@ static const struct url_case url_cases[] = {
     {"http://[2001:db8::1]/", BLK, "documentation (2001:db8::/32)"},
     {"http://[3fff::1]/", BLK, "documentation (3fff::/20)"},
     {"http://[100::1]/", BLK, "discard-only"},
-    {"http://[2001:2::1]/", BLK, "benchmarking"},
-    {"http://[2001:10::1]/", BLK, "ORCHID"},
+    {"http://[2001:2::1]/", BLK, "benchmarking (2001:2::/48)"},
+    {"http://[2001:10::1]/", BLK, "ORCHID (deprecated) (2001:10::/28)"},
+    /* the rest of 2001::/23, IETF protocol assignments */
+    {"http://[2001:1::1]/", BLK, "IETF protocol assignments (2001::/23) (2001:1::/32)"},
+    {"http://[2001:1::2]/", BLK, "2001:1::/32"},
+    {"http://[2001:2:0:ffff::1]/", BLK, "benchmarking"},
+    {"http://[2001:3::1]/", BLK, "AMT relay anycast (2001:3::/32)"},
+    {"http://[2001:4:112::1]/", BLK, "AS112 DNS sink service (2001:4:112::/48)"},
+    {"http://[2001:4::1]/", BLK, "IETF protocol assignments (2001::/23)"},
+    {"http://[2001:1f::1]/", BLK, "ORCHID (deprecated)"},
+    {"http://[2001:20::1]/", BLK, "ORCHIDv2 identifiers (2001:20::/28)"},
+    {"http://[2001:2f:ffff::1]/", BLK, "ORCHIDv2"},
+    {"http://[2001:30::1]/", BLK, "DETs) (2001:30::/28)"},
+    {"http://[2001:100::1]/", BLK, "IETF protocol assignments (2001::/23)"},
+    {"http://[2001:1ff:ffff::1]/", BLK, "IETF protocol assignments (2001::/23)"},
+    {"http://[2001:200::1]/", OK}, /* just past 2001::/23 */
+    {"http://[2620:4f:8000::1]/", BLK, "AS112 DNS sink service (direct delegation)"},
+    {"http://[2620:4f:8001::1]/", OK},
+    {"http://[100:0:0:1::1]/", BLK, "the dummy IPv6 prefix (100:0:0:1::/64)"},
     {"http://[5f00::1]/", BLK, "SRv6"},
     {"http://[4000::1]/", BLK, "outside 2000::/3"},
     {"http://[1::]/", BLK, "reserved"},
@@ -346,7 +379,6 @@ static const struct url_case url_cases[] = {
     {"http://[2001:4860:4860::8888]:443/", OK},
     {"http://[64:ff9b::8.8.8.8]/", OK},
     {"http://[64:ff9b::808:808]/", OK},
-    {"http://[64:ff9b:1::808:808]/", OK},
     {"http://[2002:808:808::1]/", OK},
     {"http://[2001:0:4136:e378:8000:0:f7f7:f7f7]/", OK},
     {"http://[2a00:1450:4001::1]/", OK},
@@ -481,6 +513,9 @@ static const struct url_case list_cases[] = {
     {"http://127.0.0.2/", BLK},
     {"http://[::ffff:127.0.0.1]/", BLK, "IPv4-mapped"},
     {"http://[fd00::5]/", OK, "fd00::/64"},
+    {"http://[64:ff9b:1::a00:1]/", OK, "SSRF_ALLOW entry 64:ff9b:1::/48"},
+    {"http://[64:ff9b:1:7f:0:100::]/", OK, "64:ff9b:1::/48"},
+    {"http://[2001:3::1]/", BLK, "AMT"},
     {"http://[fd00:0:0:1::5]/", BLK},
     {"http://bad.public.test/", TK_SSRF_DENIED_HOST, "bad.public.test is in the operator denylist"},
     {"http://public.test/", OK},
@@ -504,14 +539,14 @@ TEST(ssrf_operator_lists)
     char err[256];
     CHECK_INT(tk_ssrf_policy_allow(&p,
                                    "intranet.test, *.corp.test 10.1.0.0/16,127.0.0.1 fd00::/64 "
-                                   "intranet-zero.test",
+                                   "intranet-zero.test 64:ff9b:1::/48",
                                    err, sizeof err),
               ==, TK_OK);
     CHECK_INT(tk_ssrf_policy_deny(&p, "bad.public.test,*.evil.test,8.8.4.0/24,10.1.9.0/24", err,
                                   sizeof err),
               ==, TK_OK);
     CHECK_INT(tk_ssrf_policy_allow_ports(&p, "8443", err, sizeof err), ==, TK_OK);
-    CHECK_INT(p.nallow, ==, 6);
+    CHECK_INT(p.nallow, ==, 7);
     CHECK_INT(p.ndeny, ==, 4);
     for (size_t i = 0; i < TK_ARRAY_LEN(list_cases); i++) {
         const struct url_case *c = &list_cases[i];
