@@ -5,12 +5,16 @@
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "lib/arena.h"
 #include "lib/httpc.h"
@@ -22,6 +26,7 @@
 #define DEFAULT_MAX_REDIRECTS 5
 #define MAX_ENTRIES           4096
 #define MAX_HEADER_BYTES      (256u << 10)
+#define MAX_ABANDONED         TK_SSRF_MAX_ABANDONED
 
 const char *tk_ssrf_code_str(tk_ssrf_code c)
 {
@@ -710,6 +715,142 @@ static tk_status sys_resolve(void *ud, const char *host, tk_ip *out, size_t max,
     return st;
 }
 
+/*
+ * A lookup bounded by a deadline. The resolver runs on a detached helper
+ * thread; the caller waits for it until the deadline. The lookup is shared by
+ * the two (refs): whoever lets go last frees it, so a caller that stops
+ * waiting leaves the helper a valid place to write its answer, which is then
+ * thrown away. Abandoned lookups are counted; past MAX_ABANDONED a new one is
+ * refused at once instead of adding threads behind a resolver that is stuck.
+ */
+struct lookup {
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* CLOCK_MONOTONIC */
+    int done, refs, abandoned;
+    tk_ssrf_resolve_fn fn;
+    void *ud;
+    char host[TK_HOST_MAX + 1];
+    tk_ip addrs[TK_SSRF_MAX_ADDRS];
+    size_t n;
+    tk_status st;
+    char err[200];
+};
+
+static atomic_int abandoned_lookups;
+
+int tk_ssrf_abandoned_lookups(void)
+{
+    return atomic_load(&abandoned_lookups);
+}
+
+static void lookup_free(struct lookup *l)
+{
+    pthread_cond_destroy(&l->cv);
+    pthread_mutex_destroy(&l->mu);
+    free(l);
+}
+
+static void *lookup_main(void *arg)
+{
+    struct lookup *l = arg;
+    size_t n = 0;
+    l->err[0] = '\0';
+    /* Only this thread writes addrs, n, st and err until done is set. */
+    tk_status st = l->fn(l->ud, l->host, l->addrs, TK_SSRF_MAX_ADDRS, &n, l->err, sizeof l->err);
+    pthread_mutex_lock(&l->mu);
+    l->n = n > TK_SSRF_MAX_ADDRS ? TK_SSRF_MAX_ADDRS : n;
+    l->st = st;
+    l->done = 1;
+    int last = --l->refs == 0, abandoned = l->abandoned;
+    pthread_cond_signal(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+    if (last) {
+        if (abandoned) {
+            tk_debug("ssrf", "msg=\"abandoned lookup finished\" host=%s", l->host);
+            atomic_fetch_sub(&abandoned_lookups, 1);
+        }
+        lookup_free(l);
+    }
+    return NULL;
+}
+
+/* Like a resolver call, plus TK_ETIMEOUT when deadline_ms (tk_mono_ms) passes
+ * first. */
+static tk_status bounded_resolve(tk_ssrf_resolve_fn fn, void *ud, const char *host, tk_ip *out,
+                                 size_t *n, char *err, size_t errlen, int64_t deadline_ms)
+{
+    *n = 0;
+    if (atomic_load(&abandoned_lookups) >= MAX_ABANDONED) {
+        snprintf(err, errlen,
+                 "%d earlier lookups are still unanswered: the resolver is not answering; not "
+                 "asked again until they end",
+                 MAX_ABANDONED);
+        return TK_ERROR;
+    }
+    struct lookup *l = tk_malloc(sizeof *l);
+    memset(l, 0, sizeof *l);
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&l->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    l->fn = fn;
+    l->ud = ud;
+    l->refs = 2;
+    snprintf(l->host, sizeof l->host, "%s", host);
+
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the helper takes no signals */
+    pthread_t th;
+    int rc = pthread_create(&th, &attr, lookup_main, l);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        char eb[128];
+        snprintf(err, errlen, "could not start the lookup: %s", strerror_r(rc, eb, sizeof eb));
+        lookup_free(l);
+        return TK_ERROR;
+    }
+
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    int64_t wait_ms = deadline_ms - tk_mono_ms();
+    int64_t until_ms = now_ms + (wait_ms > 0 ? wait_ms : 0);
+    ts.tv_sec = (time_t)(until_ms / 1000);
+    ts.tv_nsec = (long)(until_ms % 1000) * 1000000;
+
+    pthread_mutex_lock(&l->mu);
+    while (!l->done) {
+        int w = pthread_cond_timedwait(&l->cv, &l->mu, &ts);
+        if (w == ETIMEDOUT)
+            break;
+    }
+    tk_status st;
+    if (l->done) {
+        memcpy(out, l->addrs, l->n * sizeof *out);
+        *n = l->n;
+        snprintf(err, errlen, "%s", l->err);
+        st = l->st;
+    } else {
+        /* Let go: the helper frees the lookup when the resolver returns. */
+        l->abandoned = 1;
+        atomic_fetch_add(&abandoned_lookups, 1);
+        snprintf(err, errlen, "no answer from the resolver in time");
+        st = TK_ETIMEOUT;
+    }
+    int last = --l->refs == 0;
+    pthread_mutex_unlock(&l->mu);
+    if (last)
+        lookup_free(l);
+    return st;
+}
+
 static int port_allowed(const tk_ssrf_policy *p, int port)
 {
     if (port == 80 || port == 443)
@@ -775,12 +916,27 @@ static tk_status refuse(tk_ssrf_target *t, tk_ssrf_code code, const char *fmt, .
     t->naddrs = 0;
     tk_debug("ssrf", "msg=\"refused\" code=%s host=%s port=%d", tk_ssrf_code_str(code),
              t->host[0] ? t->host : "-", t->port);
-    return code == TK_SSRF_DNS_FAILED ? TK_ENOENT : TK_EDENIED;
+    return code == TK_SSRF_DNS_FAILED ? TK_ENOENT
+           : code == TK_SSRF_TIMEOUT  ? TK_ETIMEOUT
+                                      : TK_EDENIED;
+}
+
+/* How long a check may take: until deadline_ms (tk_mono_ms); limit_ms is the
+ * time limit it comes from, for reasons. */
+struct bound {
+    int64_t deadline_ms;
+    long limit_ms;
+};
+
+static struct bound policy_bound(const tk_ssrf_policy *p)
+{
+    long limit = p->timeout_ms > 0 ? p->timeout_ms : DEFAULT_TIMEOUT_MS;
+    return (struct bound){tk_mono_ms() + limit, limit};
 }
 
 /* The check after parsing: port, lists, addresses. */
 static tk_status check_parsed(const tk_ssrf_policy *p, const tk_host *h, int port,
-                              tk_ssrf_target *t)
+                              tk_ssrf_target *t, struct bound b)
 {
     snprintf(t->host, sizeof t->host, "%s", h->text);
     t->host_type = h->type;
@@ -803,10 +959,13 @@ static tk_status check_parsed(const tk_ssrf_policy *p, const tk_host *h, int por
         char rerr[200] = "";
         size_t n = 0;
         tk_ssrf_resolve_fn fn = p->resolve ? p->resolve : sys_resolve;
-        tk_status st =
-            fn(p->resolve_ud, h->text, t->addrs, TK_SSRF_MAX_ADDRS, &n, rerr, sizeof rerr);
-        if (n > TK_SSRF_MAX_ADDRS)
-            n = TK_SSRF_MAX_ADDRS;
+        tk_status st = bounded_resolve(fn, p->resolve_ud, h->text, t->addrs, &n, rerr, sizeof rerr,
+                                       b.deadline_ms);
+        if (st == TK_ETIMEOUT)
+            return refuse(t, TK_SSRF_TIMEOUT,
+                          "%s could not be resolved within %ld ms (the fetch's time limit): the "
+                          "resolver did not answer in time",
+                          h->text, b.limit_ms);
         if (st == TK_ETOOBIG)
             return refuse(t, TK_SSRF_DNS_FAILED, "%s has more than %d addresses", h->text,
                           TK_SSRF_MAX_ADDRS);
@@ -866,7 +1025,8 @@ static tk_ssrf_code fault_code(tk_url_fault f)
     }
 }
 
-tk_status tk_ssrf_check(const tk_ssrf_policy *p, const char *url, tk_ssrf_target *t)
+static tk_status check_url(const tk_ssrf_policy *p, const char *url, tk_ssrf_target *t,
+                           struct bound b)
 {
     memset(t, 0, sizeof *t);
     tk_arena *a = tk_arena_new(4 * TK_URL_MAX + 4096);
@@ -878,10 +1038,15 @@ tk_status tk_ssrf_check(const tk_ssrf_policy *p, const char *url, tk_ssrf_target
         goto out;
     }
     t->url = tk_strdup(u.href);
-    st = check_parsed(p, &u.host, u.port, t);
+    st = check_parsed(p, &u.host, u.port, t, b);
 out:
     tk_arena_free(a);
     return st;
+}
+
+tk_status tk_ssrf_check(const tk_ssrf_policy *p, const char *url, tk_ssrf_target *t)
+{
+    return check_url(p, url, t, policy_bound(p));
 }
 
 tk_status tk_ssrf_check_host(const tk_ssrf_policy *p, const char *host, int port, tk_ssrf_target *t)
@@ -895,7 +1060,7 @@ tk_status tk_ssrf_check_host(const tk_ssrf_policy *p, const char *host, int port
         snprintf(t->host, sizeof t->host, "%s", h.text);
         return refuse(t, TK_SSRF_BAD_PORT, "port %d is out of range (1-65535)", port);
     }
-    return check_parsed(p, &h, port, t);
+    return check_parsed(p, &h, port, t, policy_bound(p));
 }
 
 void tk_ssrf_target_free(tk_ssrf_target *t)
@@ -1275,11 +1440,13 @@ tk_status tk_ssrf_fetch(const tk_ssrf_policy *p, const char *url, const tk_ssrf_
         }
     }
     for (size_t h = 0;; h++) {
-        st = tk_ssrf_check(p, next, &t);
+        st = check_url(p, next, &t, (struct bound){start + timeout, timeout});
         if (st != TK_OK) {
             if (h == 0) {
                 set_result(r, t.code, st, "%s", t.reason);
                 r->final_url = t.url ? tk_strdup(t.url) : NULL;
+            } else if (t.code == TK_SSRF_TIMEOUT) { /* the redirect target's lookup */
+                set_result(r, t.code, st, "%s", t.reason);
             } else {
                 r->cause = t.code;
                 set_result(r, TK_SSRF_REDIRECT_BLOCKED, TK_EDENIED,

@@ -41,8 +41,10 @@
  * host bits must be zero).
  *
  * Threads: a policy is built once, then read-only; every function below is safe
- * to call from many threads at once on the same policy. No global state beyond
- * curl_global_init (once).
+ * to call from many threads at once on the same policy. Global state:
+ * curl_global_init (once) and the count of abandoned lookups (atomic). Each
+ * name lookup runs on its own short-lived helper thread (see
+ * tk_ssrf_resolve_fn).
  */
 #ifndef TK_SSRF_H
 #define TK_SSRF_H
@@ -80,12 +82,22 @@ const char *tk_ssrf_code_str(tk_ssrf_code c);
 #define TK_SSRF_MAX_PORTS     64
 #define TK_SSRF_MAX_REDIRECTS 20
 #define TK_SSRF_REASON_MAX    448
+#define TK_SSRF_MAX_ABANDONED 32 /* lookups past their deadline still running; more: refused */
 
 /*
  * A resolver: fills up to max addresses of host (a normalised name, never an IP
  * literal) into addrs and sets *n. Returns TK_OK, TK_ENOENT (no such name),
  * TK_ETOOBIG (more than max addresses) or TK_ERROR, with a message in err.
  * The default is getaddrinfo(); tests supply their own.
+ *
+ * It runs on a helper thread, so that a check can stop waiting at its deadline
+ * (the fetch's remaining time; the policy's timeout for tk_ssrf_check): the
+ * check then fails with timeout and the resolver keeps running until it returns
+ * on its own; its answer is dropped and everything it was given (host, addrs,
+ * err) stays valid until then. ud must therefore outlive any lookup still
+ * running (static or process-long data; the system resolver uses none). While
+ * TK_SSRF_MAX_ABANDONED such lookups are still running, a check refuses names
+ * at once (dns_failed) instead of starting more.
  */
 typedef tk_status (*tk_ssrf_resolve_fn)(void *ud, const char *host, tk_ip *addrs, size_t max,
                                         size_t *n, char *err, size_t errlen);
@@ -143,14 +155,18 @@ typedef struct {
 /*
  * Checks a URL: normalise, policy, resolve once, check every address. Returns
  * TK_OK (t->code TK_SSRF_OK), TK_EDENIED (refused; t->code and t->reason say
- * why) or TK_ENOENT (dns_failed). Sends nothing but the DNS query (none for IP
- * literals or with a custom resolver). Always call tk_ssrf_target_free after.
+ * why), TK_ENOENT (dns_failed) or TK_ETIMEOUT (timeout: the resolver gave no
+ * answer within the policy's timeout_ms). Sends nothing but the DNS query (none
+ * for IP literals or with a custom resolver). Always call tk_ssrf_target_free
+ * after.
  */
 tk_status tk_ssrf_check(const tk_ssrf_policy *p, const char *url, tk_ssrf_target *t);
 /* The same for a host and port on their own (a proxy's CONNECT host:port). */
 tk_status tk_ssrf_check_host(const tk_ssrf_policy *p, const char *host, int port,
                              tk_ssrf_target *t);
 void tk_ssrf_target_free(tk_ssrf_target *t);
+/* Lookups that outlived their check's deadline and have not returned yet. */
+int tk_ssrf_abandoned_lookups(void);
 /* One line for operators: "allowed http://example.com/ (93.184.215.14)" or
  * "refused blocked_address: 127.0.0.1 is loopback (127.0.0.0/8)". */
 void tk_ssrf_target_describe(const tk_ssrf_target *t, char *out, size_t outlen);
@@ -203,7 +219,9 @@ typedef struct {
 /*
  * Fetches url through the checks: every hop is checked in full (tk_ssrf_check),
  * connects only to the admitted addresses, follows 301/302/303/307/308 itself
- * up to the redirect limit, caps the body and the total time. opts may be NULL.
+ * up to the redirect limit, caps the body and the total time (name lookups
+ * included: a resolver that does not answer ends the fetch with timeout when
+ * the time is up). opts may be NULL.
  * Returns TK_OK (a response arrived; r->code TK_SSRF_OK), TK_EDENIED (refused:
  * r->code and r->reason), TK_ENOENT (dns_failed), TK_ETOOBIG (too_large),
  * TK_ETIMEOUT (timeout), TK_ECLOSED (cancelled) or TK_ERROR (fetch_failed).

@@ -9,11 +9,16 @@
  * The fetch tests talk to small HTTP servers started on 127.0.0.1 in the test.
  */
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 
 #include "lib/log.h"
@@ -63,6 +68,27 @@ static const struct fake_name fake_names[] = {
     {"intranet-zero.test", {"0.0.0.0"}},
 };
 
+/* "stall.test" blocks until stall_release() (a resolver that does not answer). */
+static pthread_mutex_t stall_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t stall_cv = PTHREAD_COND_INITIALIZER;
+static int stall_released;
+
+static void stall_release(void)
+{
+    pthread_mutex_lock(&stall_mu);
+    stall_released = 1;
+    pthread_cond_broadcast(&stall_cv);
+    pthread_mutex_unlock(&stall_mu);
+}
+
+/* Waits (the runner's per-test timeout is the bound) until every abandoned
+ * lookup has returned and freed what it held. */
+static void wait_abandoned_lookups_end(void)
+{
+    while (tk_ssrf_abandoned_lookups() > 0)
+        tk_sleep_ms(10);
+}
+
 struct fake {
     atomic_int calls;
     atomic_int rebind_calls;
@@ -80,6 +106,15 @@ static tk_status fake_resolve(void *ud, const char *host, tk_ip *out, size_t max
         int k = atomic_fetch_add(&f->rebind_calls, 1);
         int loop = f->rebind_loopback_first ? k == 0 : k > 0;
         CHECK(tk_ip_parse(loop ? "127.0.0.1" : "93.184.215.14", &out[0]));
+        *n = 1;
+        return TK_OK;
+    }
+    if (strcmp(host, "stall.test") == 0) {
+        pthread_mutex_lock(&stall_mu);
+        while (!stall_released)
+            pthread_cond_wait(&stall_cv, &stall_mu);
+        pthread_mutex_unlock(&stall_mu);
+        CHECK(tk_ip_parse("93.184.215.14", &out[0]));
         *n = 1;
         return TK_OK;
     }
@@ -929,6 +964,8 @@ static void *conn_main(void *arg)
     } else if (strcmp(path, "/to-b") == 0) {
         snprintf(loc, sizeof loc, "http://127.0.0.1:%d/echo", s->b_port);
         redirect(c->fd, "303 See Other", loc);
+    } else if (strcmp(path, "/to-stall") == 0) {
+        redirect(c->fd, "302 Found", "http://stall.test/");
     } else if (strcmp(path, "/to-slow") == 0) {
         redirect(c->fd, "302 Found", "/slow");
     } else if (strcmp(path, "/to-self-echo") == 0) {
@@ -1531,6 +1568,189 @@ TEST(fetch_time_cap)
     tk_ssrf_result_free(&r);
     CHECK_INT(srv_hits(&A, "/slow"), ==, 3);
     fetch_teardown();
+}
+
+/*
+ * A resolver that does not answer cannot hold a check past its time limit: the
+ * check gives up at the deadline (timeout), the lookup goes on alone and its
+ * late answer is dropped. The policy's timeout is far past the runner's
+ * per-test timeout, so a lookup not bounded by the fetch's own limit hangs the
+ * test and fails it.
+ */
+TEST(fetch_lookup_bounded_by_the_time_limit)
+{
+    tk_ssrf_policy p;
+    test_policy(&p);
+    p.timeout_ms = 10L * 60 * 1000;
+    tk_ssrf_fetch_opts o = {.timeout_ms = 250};
+    tk_ssrf_result r;
+    CHECK_INT(tk_ssrf_fetch(&p, "http://stall.test/", &o, &r), ==, TK_ETIMEOUT);
+    CHECK_INT(r.code, ==, TK_SSRF_TIMEOUT);
+    if (!strstr(r.reason, "stall.test could not be resolved within 250 ms"))
+        TK_TEST_FAIL("reason: %s", r.reason);
+    CHECK_INT(r.nhops, ==, 0);
+    CHECK_INT(r.status, ==, 0);
+    CHECK_STR(r.final_url, "http://stall.test/");
+    tk_ssrf_result_free(&r);
+    CHECK_INT(tk_ssrf_abandoned_lookups(), ==, 1);
+
+    /* tk_ssrf_check alone: bounded by the policy's timeout */
+    p.timeout_ms = 200;
+    tk_ssrf_target t;
+    CHECK_INT(tk_ssrf_check(&p, "http://stall.test/", &t), ==, TK_ETIMEOUT);
+    CHECK_INT(t.code, ==, TK_SSRF_TIMEOUT);
+    CHECK(strstr(t.reason, "within 200 ms"));
+    CHECK_INT(t.naddrs, ==, 0);
+    tk_ssrf_target_free(&t);
+    CHECK_INT(tk_ssrf_check_host(&p, "stall.test", 443, &t), ==, TK_ETIMEOUT);
+    CHECK_INT(t.code, ==, TK_SSRF_TIMEOUT);
+    tk_ssrf_target_free(&t);
+    CHECK_INT(tk_ssrf_abandoned_lookups(), ==, 3);
+
+    /* the late answers are dropped; afterwards the name resolves at once */
+    stall_release();
+    wait_abandoned_lookups_end();
+    CHECK_INT(tk_ssrf_check(&p, "http://stall.test/", &t), ==, TK_OK);
+    CHECK_INT(t.naddrs, ==, 1);
+    tk_ssrf_target_free(&t);
+    CHECK_INT(atomic_load(&hook.attempts), ==, 0);
+    tk_ssrf_policy_free(&p);
+}
+
+/* A redirect to a name whose lookup does not end: timeout, not a refusal. */
+TEST(fetch_redirect_lookup_bounded_by_the_remaining_time)
+{
+    fetch_setup();
+    fp.timeout_ms = 10L * 60 * 1000;
+    tk_ssrf_fetch_opts o = {.timeout_ms = 400};
+    tk_ssrf_result r;
+    CHECK_INT(fetch_a("/to-stall", &o, &r), ==, TK_ETIMEOUT);
+    CHECK_INT(r.code, ==, TK_SSRF_TIMEOUT);
+    CHECK(strstr(r.reason, "stall.test could not be resolved within 400 ms"));
+    CHECK_INT(r.nhops, ==, 1);
+    CHECK_INT(r.hops[0].status, ==, 302);
+    char *u = a_url("/to-stall");
+    CHECK_STR(r.final_url, u); /* the last URL requested */
+    free(u);
+    CHECK_INT(r.body.len, ==, 0);
+    tk_ssrf_result_free(&r);
+    stall_release();
+    wait_abandoned_lookups_end();
+    fetch_teardown();
+}
+
+/* Behind a resolver that is stuck, lookups are not piled up without end. */
+TEST(ssrf_abandoned_lookups_are_capped)
+{
+    tk_ssrf_policy p;
+    test_policy(&p);
+    p.timeout_ms = 20;
+    tk_ssrf_target t;
+    int calls = atomic_load(&fake.calls);
+    for (int i = 0; i < TK_SSRF_MAX_ABANDONED; i++) {
+        CHECK_INT(tk_ssrf_check(&p, "http://stall.test/", &t), ==, TK_ETIMEOUT);
+        tk_ssrf_target_free(&t);
+    }
+    CHECK_INT(tk_ssrf_abandoned_lookups(), ==, TK_SSRF_MAX_ABANDONED);
+    CHECK_INT(tk_ssrf_check(&p, "http://public.test/", &t), ==, TK_ENOENT);
+    CHECK_INT(t.code, ==, TK_SSRF_DNS_FAILED);
+    CHECK(strstr(t.reason, "earlier lookups are still unanswered"));
+    tk_ssrf_target_free(&t);
+    /* IP literals need no lookup */
+    CHECK_INT(tk_ssrf_check(&p, "http://8.8.8.8/", &t), ==, TK_OK);
+    tk_ssrf_target_free(&t);
+    stall_release();
+    wait_abandoned_lookups_end();
+    /* the resolver was asked for stall.test each time, never for public.test */
+    CHECK_INT(atomic_load(&fake.calls), ==, calls + TK_SSRF_MAX_ABANDONED);
+    CHECK_INT(tk_ssrf_check(&p, "http://public.test/", &t), ==, TK_OK);
+    tk_ssrf_target_free(&t);
+    tk_ssrf_policy_free(&p);
+}
+
+/* A DNS server on 127.0.0.1:53 that counts queries and never answers. */
+struct dns_stub {
+    int fd;
+    pthread_t th;
+    atomic_int stop, queries;
+};
+
+static void *dns_stub_main(void *arg)
+{
+    struct dns_stub *d = arg;
+    char pkt[1500];
+    while (!atomic_load(&d->stop)) {
+        struct pollfd pfd = {.fd = d->fd, .events = POLLIN};
+        if (poll(&pfd, 1, 20) > 0 && recv(d->fd, pkt, sizeof pkt, 0) > 0)
+            atomic_fetch_add(&d->queries, 1);
+    }
+    return NULL;
+}
+
+/*
+ * The real path: getaddrinfo against a name server that never answers. The
+ * test process moves into a network namespace of its own (only lo, so no
+ * packet can leave the machine) and a mount namespace where /etc/resolv.conf
+ * names the stub on 127.0.0.1. Its own timeout (2s) is longer than the fetch's
+ * (300 ms): an unbounded lookup would end with dns_failed, a bounded one ends
+ * with timeout.
+ */
+TEST(fetch_silent_name_server_times_out)
+{
+    if (unshare(CLONE_NEWNET | CLONE_NEWNS) != 0)
+        TK_TEST_FAIL("unshare(CLONE_NEWNET|CLONE_NEWNS): %s (this test needs root)",
+                     strerror(errno));
+    CHECK_INT(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), ==, 0);
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    CHECK(s >= 0);
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof ifr);
+    snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "lo");
+    CHECK_INT(ioctl(s, SIOCGIFFLAGS, &ifr), ==, 0);
+    ifr.ifr_flags |= IFF_UP;
+    CHECK_INT(ioctl(s, SIOCSIFFLAGS, &ifr), ==, 0);
+    close(s);
+
+    char conf[] = "/tmp/tk-test-resolv-XXXXXX";
+    int fd = mkstemp(conf);
+    CHECK(fd >= 0);
+    static const char text[] = "nameserver 127.0.0.1\noptions timeout:2 attempts:1\n";
+    CHECK_INT(write(fd, text, sizeof text - 1), ==, sizeof text - 1);
+    close(fd);
+    int mounted = mount(conf, "/etc/resolv.conf", NULL, MS_BIND, NULL);
+    unlink(conf);
+    CHECK_INT(mounted, ==, 0);
+
+    struct dns_stub d;
+    memset(&d, 0, sizeof d);
+    d.fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    CHECK(d.fd >= 0);
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(53)};
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK_INT(bind(d.fd, (struct sockaddr *)&sin, sizeof sin), ==, 0);
+    CHECK_INT(pthread_create(&d.th, NULL, dns_stub_main, &d), ==, 0);
+
+    tk_ssrf_policy p;
+    test_policy(&p);
+    p.resolve = NULL; /* getaddrinfo */
+    p.timeout_ms = 10L * 60 * 1000;
+    tk_ssrf_fetch_opts o = {.timeout_ms = 300};
+    tk_ssrf_result r;
+    CHECK_INT(tk_ssrf_fetch(&p, "http://never-answers.test/", &o, &r), ==, TK_ETIMEOUT);
+    if (r.code != TK_SSRF_TIMEOUT)
+        TK_TEST_FAIL("got %s (%s)", tk_ssrf_code_str(r.code), r.reason);
+    CHECK(strstr(r.reason, "never-answers.test could not be resolved within 300 ms"));
+    CHECK_INT(r.nhops, ==, 0);
+    tk_ssrf_result_free(&r);
+    CHECK_INT(atomic_load(&hook.attempts), ==, 0);
+
+    /* the abandoned getaddrinfo ends on its own (its 2s timeout) and frees */
+    wait_abandoned_lookups_end();
+    CHECK_INT(atomic_load(&d.queries), >=, 1); /* the query went to the stub */
+    atomic_store(&d.stop, 1);
+    pthread_join(d.th, NULL);
+    close(d.fd);
+    tk_ssrf_policy_free(&p);
 }
 
 TEST(fetch_cancel_and_methods)
