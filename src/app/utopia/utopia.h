@@ -106,7 +106,7 @@ int utopia_check_fts_config(const char *value, char *msg, size_t msglen);
         {"UTOPIA_SEARCH_CANDIDATES",                                                               \
          "utopia-search-candidates",                                                               \
          TK_SET_INT,                                                                               \
-         "400",                                                                                    \
+         "200",                                                                                    \
          "rows each ranking looks at before fusion",                                               \
          .min = 10,                                                                                \
          .max = 100000,                                                                            \

@@ -567,4 +567,34 @@ TEST(dates_liberal_in_strict_out)
             TK_TEST_FAIL("\"%s\" should be refused", bad[i]);
 }
 
+/* The settings table's defaults (what the server runs with) are the ones
+ * utopia_config_defaults gives tests and bench/search. */
+TEST(settings_defaults_match_config_defaults)
+{
+    utopia_config got, want;
+    memset(&got, 0, sizeof got);
+    utopia_config_defaults(&want);
+    tk_setting table[] = {UTOPIA_SETTINGS(got)};
+    for (size_t i = 0; i < TK_ARRAY_LEN(table); i++)
+        unsetenv(table[i].env);
+    char *argv[] = {"test", NULL};
+    int argi = 1;
+    char err[256];
+    if (tk_config_load(table, TK_ARRAY_LEN(table), 1, argv, &argi, err, sizeof err) != TK_OK)
+        TK_TEST_FAIL("load: %s", err);
+    CHECK_STR(got.fts_config, want.fts_config);
+    CHECK_INT(got.chunk_size, ==, want.chunk_size);
+    CHECK_INT(got.chunk_overlap, ==, want.chunk_overlap);
+    CHECK_INT(got.max_document_bytes, ==, want.max_document_bytes);
+    CHECK_INT(got.max_text_bytes, ==, want.max_text_bytes);
+    CHECK_INT(got.extract_timeout_ms, ==, want.extract_timeout_ms);
+    CHECK_INT(got.extract_memory_mb, ==, want.extract_memory_mb);
+    CHECK_STR(got.pdftotext, want.pdftotext);
+    CHECK_INT(got.candidates, ==, want.candidates);
+    CHECK_INT(got.memory_budget, ==, want.memory_budget);
+    CHECK(got.embeddings_model == NULL && want.embeddings_model == NULL);
+    CHECK(got.embeddings_url == NULL && want.embeddings_url == NULL);
+    tk_config_free(table, TK_ARRAY_LEN(table));
+}
+
 TEST_MAIN()
