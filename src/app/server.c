@@ -61,6 +61,9 @@ static tk_route *table;
 tk_httpd *app_server_start(const tk_prog *prog, char *err, size_t errlen)
 {
     const app_ctx *a = app_get();
+    /* before the copy: it sets the upload route's body cap from the settings */
+    if (utopia_start(err, errlen) != TK_OK)
+        return NULL;
     size_t n = 1;
     for (size_t i = 0; i < TK_ARRAY_LEN(sets); i++)
         n += *sets[i].n;
@@ -79,8 +82,6 @@ tk_httpd *app_server_start(const tk_prog *prog, char *err, size_t errlen)
         .auth = app_auth_hook,
         .headers = a->secure_cookies ? app_security_headers_https : app_security_headers,
     };
-    if (utopia_start(err, errlen) != TK_OK)
-        return NULL;
     tk_httpd *h = tk_httpd_start(&hc, table, n, err, errlen);
     if (h)
         tk_info("http", "msg=\"routes\" count=%zu", n);

@@ -63,12 +63,23 @@ static void register_hook(void)
     app_sessions_on_delete(on_chat_deleted, NULL);
 }
 
+size_t utopia_upload_max_body(const utopia_config *cfg)
+{
+    return (size_t)cfg->max_document_bytes;
+}
+
+static void h_docs_add(tk_req *r, void *ud);
+
 tk_status utopia_start(char *err, size_t errlen)
 {
-    if (!utopia_app()) {
+    const utopia *u = utopia_app();
+    if (!u) {
         snprintf(err, errlen, "%s", U_err);
         return TK_EINVAL;
     }
+    for (size_t i = 0; i < utopia_nroutes; i++)
+        if (utopia_routes[i].fn == h_docs_add)
+            utopia_routes[i].max_body = utopia_upload_max_body(&u->cfg);
     static pthread_once_t hook_once = PTHREAD_ONCE_INIT;
     pthread_once(&hook_once, register_hook);
     return TK_OK;
@@ -396,9 +407,11 @@ static void h_graph(tk_req *r, void *ud)
 }
 
 #define B TK_ROUTE_BLOCKING
-const tk_route utopia_routes[] = {
+tk_route utopia_routes[] = {
     {"GET", "/api/utopia/documents", h_docs_list, NULL, B},
-    {"POST", "/api/utopia/documents", h_docs_add, NULL, B, UTOPIA_ROUTE_MAX_BODY},
+    /* max_body: set by utopia_start from UTOPIA_MAX_DOCUMENT_BYTES; this is the
+     * setting's default, for a table used without it */
+    {"POST", "/api/utopia/documents", h_docs_add, NULL, B, 25 << 20},
     {"GET", "/api/utopia/documents/{id}", h_doc_get, NULL, B},
     {"DELETE", "/api/utopia/documents/{id}", h_doc_delete, NULL, B},
     {"GET", "/api/utopia/search", h_search, NULL, B},

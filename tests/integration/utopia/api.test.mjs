@@ -3,6 +3,7 @@
 // malformed PDF and zip-bomb DOCX files are refused and the server carries on.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import zlib from 'node:zlib';
 
@@ -55,9 +56,45 @@ const PDF =
   '4 0 obj << /Length 58 >> stream\nBT /F1 18 Tf 72 700 Td (The quokka census was held) Tj ET\nendstream endobj\n' +
   '5 0 obj << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n';
 
-function rssKb(pid) {
-  const m = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/);
+function rssKb(pid, field = 'VmRSS') {
+  const m = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(new RegExp(`${field}:\\s+(\\d+)`));
   return Number(m[1]);
+}
+
+// A raw upload of `total` body bytes of which only `first` are sent (all when
+// equal) before waiting for the answer; with contentLength false the body is
+// chunked. Resolves to { status, json, text } or { error } when the server
+// closed the connection instead.
+function rawUpload(base, auth, { total, first = total, contentLength = true }) {
+  const u = new URL('/api/utopia/documents', base);
+  return new Promise((resolve) => {
+    let done = false;
+    const finish = (v) => { if (!done) { done = true; resolve(v); req.destroy(); } };
+    const headers = { ...auth, 'content-type': 'text/plain' };
+    if (contentLength) headers['content-length'] = String(total);
+    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers }, (res) => {
+      const parts = [];
+      res.on('data', (d) => parts.push(d));
+      res.on('end', () => {
+        const text = Buffer.concat(parts).toString();
+        let json = null;
+        try { json = JSON.parse(text); } catch { /* not JSON */ }
+        finish({ status: res.statusCode, json, text });
+      });
+    });
+    req.on('error', (error) => finish({ error }));
+    const block = Buffer.alloc(64 << 10, 'a ');
+    let left = first;
+    const write = () => {
+      while (left > 0 && !done) {
+        const k = Math.min(left, block.length);
+        left -= k;
+        if (!req.write(block.subarray(0, k))) return void req.once('drain', write);
+      }
+      if (!done && first === total) req.end();
+    };
+    write();
+  });
 }
 
 describe('utopia api', () => {
@@ -189,6 +226,49 @@ describe('utopia api', () => {
     assert.equal(r.status, 404);
     r = await api(t.tusko.url, '/api/utopia/search?q=x&scope=everything', { headers: alice.auth });
     assert.equal(r.status, 400);
+  });
+});
+
+describe('utopia upload cap', () => {
+  const CAP = 256 << 10;
+  let t, u;
+  before(async () => {
+    t = await startTusko({ tag: 'utopiacap', env: { UTOPIA_MAX_DOCUMENT_BYTES: String(CAP) } });
+    u = makeUser(t.pg, 'dora@example.com');
+  });
+
+  test('an upload over UTOPIA_MAX_DOCUMENT_BYTES is refused with 413 before its body is read', { timeout: 20000 }, async () => {
+    // Content-Length one byte over and only 1 KiB of the body sent: answered
+    // at once (a server that reads the body first never answers: the test
+    // times out)
+    const r = await rawUpload(t.tusko.url, u.auth, { total: CAP + 1, first: 1024 });
+    assert.equal(r.status, 413, r.text || String(r.error));
+    assert.equal(r.json.code, 'PAYLOAD_TOO_LARGE');
+    assert.match(r.json.message, new RegExp(`${CAP + 1} bytes is over the limit of ${CAP} bytes`));
+  });
+
+  test('a chunked upload of 32 MiB is not buffered: the server memory does not grow by it', { timeout: 60000 }, async () => {
+    const pid = t.tusko.proc.pid;
+    fs.writeFileSync(`/proc/${pid}/clear_refs`, '5'); // the peak (VmHWM) starts again from now
+    const peak = rssKb(pid, 'VmHWM');
+    const r = await rawUpload(t.tusko.url, u.auth, { total: 32 << 20, contentLength: false });
+    // refused: a 413, or the connection closed once the refused part passed
+    // what the server discards
+    assert.ok(r.error || r.status === 413, `refused: ${r.status} ${r.text}`);
+    const grown = rssKb(pid, 'VmHWM') - peak;
+    assert.ok(grown < 16 * 1024, `peak memory grew by ${grown} KiB`);
+    const h = await api(t.tusko.url, '/healthz');
+    assert.equal(h.status, 200);
+  });
+
+  test('an upload just under the cap is accepted', async () => {
+    const body = 'Capybaras are the largest rodents. '.repeat(Math.floor((CAP - 1) / 35)).padEnd(CAP - 1, '.');
+    assert.equal(Buffer.byteLength(body), CAP - 1);
+    let r = await api(t.tusko.url, '/api/utopia/documents?title=Capybaras', { method: 'POST', body, headers: { ...u.auth, 'content-type': 'text/plain' } });
+    assert.equal(r.status, 201, r.text);
+    assert.equal(r.json.bytes, CAP - 1);
+    r = await api(t.tusko.url, '/api/utopia/documents', { method: 'POST', body: body + '..', headers: { ...u.auth, 'content-type': 'text/plain' } });
+    assert.equal(r.status, 413, r.text);
   });
 });
 
