@@ -65,6 +65,7 @@ function argsSummary(name, args) {
     return [f.subject, f.predicate, f.object].join(' · ') + (dates ? ` (${dates})` : '');
   }
   if (name === 'recall_facts' && args.entity) return args.at ? `${args.entity} on ${args.at}` : String(args.entity);
+  if (name === 'save_document' && args.title) return String(args.title);
   if (name === 'delegate_subagent' && args.role) {
     const line = `${args.role}: ${String(args.task || '').split('\n')[0]}`;
     return line.length > 90 ? `${line.slice(0, 90)}…` : line;

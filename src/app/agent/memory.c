@@ -1,5 +1,5 @@
-/* The Utopia tools (search_chunks, remember, recall_facts) and the memories
- * offered at the start of a turn. See memory.h. */
+/* The Utopia tools (search_chunks, remember, recall_facts, save_document) and
+ * the memories offered at the start of a turn. See memory.h. */
 #include "app/agent/memory.h"
 
 #include <stdio.h>
@@ -20,6 +20,9 @@
 #define SEARCH_K_MAX     50
 #define QUERY_MAX_BYTES  2000
 #define SNIPPET_MAX      900
+/* save_document: a finding, not a library (uploads take the big files) */
+#define SAVE_CONTENT_MAX (256 * 1024)
+#define SAVE_TITLE_MAX   300
 
 /* The store and a connection, or an error result. */
 static int begin(agent_result *out, const utopia **u, PGconn **c)
@@ -319,6 +322,91 @@ static void run_recall_facts(agent_call *call, const json_t *args, agent_result 
     out->data = res;
 }
 
+/* ---------------------------------------------------------------- save_document */
+
+static void run_save_document(agent_call *call, const json_t *args, agent_result *out)
+{
+    json_t *jt = json_object_get(args, "title");
+    json_t *jc = json_object_get(args, "content");
+    if (!json_is_string(jt) || json_string_length(jt) == 0) {
+        agent_result_error(out, "\"title\" (a short name for the document, e.g. \"Saffron "
+                                "harvest: findings\") is required");
+        return;
+    }
+    long tchars = app_utf8_chars(json_string_value(jt), json_string_length(jt));
+    if (tchars < 0 || tchars > SAVE_TITLE_MAX) {
+        agent_result_error(out, "\"title\" must be UTF-8 text of at most %d characters",
+                           SAVE_TITLE_MAX);
+        return;
+    }
+    if (!json_is_string(jc) || json_string_length(jc) == 0) {
+        agent_result_error(out, "\"content\" (the finding itself, as Markdown or plain text) is "
+                                "required");
+        return;
+    }
+    const char *format = tk_json_str_or(args, "format", "markdown");
+    if (strcmp(format, "markdown") != 0 && strcmp(format, "text") != 0) {
+        agent_result_error(out, "\"format\" is \"markdown\" (the default) or \"text\"; other "
+                                "formats are uploaded by the user");
+        return;
+    }
+    const char *scope = tk_json_str_or(args, "scope", "user");
+    if (strcmp(scope, "user") != 0 && strcmp(scope, "chat") != 0) {
+        agent_result_error(out, "\"scope\" is \"user\" (the user's library, found from every "
+                                "chat; the default) or \"chat\" (this chat only, deleted with "
+                                "it)");
+        return;
+    }
+    const utopia *u;
+    PGconn *c;
+    if (!begin(out, &u, &c))
+        return;
+    size_t len = json_string_length(jc);
+    size_t max = SAVE_CONTENT_MAX < (size_t)u->cfg.max_document_bytes
+                     ? SAVE_CONTENT_MAX
+                     : (size_t)u->cfg.max_document_bytes;
+    if (len > max) {
+        app_db_release(c);
+        agent_result_error(out,
+                           "not saved: \"content\" is %zu bytes; at most %zu are accepted — save "
+                           "the key findings, or split them into several documents",
+                           len, max);
+        return;
+    }
+    utopia_source from = {.chat_id = agent_call_session(call), .turn_id = agent_call_turn(call)};
+    int chat = strcmp(scope, "chat") == 0;
+    utopia_doc_in in = {
+        .chat_id = chat ? agent_call_session(call) : NULL,
+        .title = json_string_value(jt),
+        .source = "agent",
+        .mime = strcmp(format, "text") == 0 ? "text/plain" : "text/markdown",
+        .data = json_string_value(jc),
+        .len = len,
+        .from = &from,
+    };
+    json_t *res = NULL;
+    char err[512] = "";
+    tk_status st = utopia_doc_add(u, c, agent_call_user(call), &in, &res, err, sizeof err);
+    app_db_release(c);
+    if (st != TK_OK) {
+        agent_result_error(out, "not saved: %s", err[0] ? err : "internal error");
+        return;
+    }
+    int64_t chunks = tk_json_int_or(res, "chunks", 0);
+    agent_call_set_attrs(call, tk_json_obj("document_id", json_incref(json_object_get(res, "id")),
+                                           "chunks", json_integer((json_int_t)chunks), "bytes",
+                                           json_integer((json_int_t)len), "scope",
+                                           json_string(scope), NULL));
+    agent_result_text(out,
+                      "Saved the document \"%s\" (%lld chunk%s, %zu bytes) to %s. search_chunks "
+                      "finds it from now on; the user sees it in the Memory tab (id %s).",
+                      tk_json_str_or(res, "title", json_string_value(jt)), (long long)chunks,
+                      chunks == 1 ? "" : "s", len,
+                      chat ? "this chat's documents" : "the user's library",
+                      tk_json_str_or(res, "id", ""));
+    out->data = res;
+}
+
 /* ---------------------------------------------------------------- registry */
 
 static const agent_tool tools[] = {
@@ -362,6 +450,25 @@ static const agent_tool tools[] = {
                    "\"at\":{\"type\":\"string\",\"description\":\"a date, e.g. 2023-06-01\"}},"
                    "\"required\":[\"entity\"]}",
      .run = run_recall_facts},
+    {.name = "save_document",
+     .lane = AGENT_LANE_FAST,
+     .description =
+         "Save a finding as a document in the user's knowledge store, beside their uploads: "
+         "search_chunks finds it later (in this chat and, by default, every other), and the user "
+         "sees it in the Memory tab. Use it for what is worth keeping and longer than a note — a "
+         "summary of research, notes from a page, a decision with its reasons. Give a short "
+         "title and the content as Markdown (headings become sections) or plain text, at most "
+         "256 KiB. For a single fact or a short note use remember. Runs in the chat server: no "
+         "sandbox.",
+     .parameters =
+         "{\"type\":\"object\",\"properties\":{\"title\":{\"type\":\"string\","
+         "\"description\":\"a short name for the document\"},\"content\":{\"type\":"
+         "\"string\",\"description\":\"the finding, as Markdown or plain text\"},\"format\":{"
+         "\"type\":\"string\",\"enum\":[\"markdown\",\"text\"],\"description\":\"default "
+         "markdown\"},\"scope\":{\"type\":\"string\",\"enum\":[\"user\",\"chat\"],"
+         "\"description\":\"user (default): the user's library, found from every chat; chat: "
+         "this chat only, deleted with it\"}},\"required\":[\"title\",\"content\"]}",
+     .run = run_save_document},
 };
 
 void agent_memory_tools_register(void)

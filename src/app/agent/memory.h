@@ -1,7 +1,7 @@
 /*
  * memory.h — the agent's side of Utopia (src/app/utopia/): the fast-lane tools
- * search_chunks, remember and recall_facts, and the long-term memories offered
- * to the model at the start of a turn.
+ * search_chunks, remember, recall_facts and save_document, and the long-term
+ * memories offered to the model at the start of a turn.
  *
  * Tools (agent_memory_tools_register, from agent_init; all run in the chat
  * server on the tool pool, never in a sandbox):
@@ -13,7 +13,10 @@
  *       dates; a newer single-valued fact closes the older one) and/or a note
  *       in long-term memory; the source is the chat and the turn;
  *   recall_facts {entity, at?}
- *       what was true about an entity at a date (default now).
+ *       what was true about an entity at a date (default now);
+ *   save_document {title, content, format?: "markdown"|"text", scope?: "user"|"chat"}
+ *       a finding kept as a Utopia document (utopia_doc_add, source "agent",
+ *       from the chat and turn; at most 256 KiB), found by search_chunks.
  *
  * Memories at the start of a turn: agent_memory_lookup (blocking, with the
  * turn's text) finds the memories that fit in UTOPIA_MEMORY_BUDGET_TOKENS;

@@ -76,7 +76,8 @@ tk_status utopia_init(utopia *u, const utopia_config *cfg, char *err, size_t err
 
 static const char SQL_DOC_INSERT[] =
     "INSERT INTO utopia_documents (id, user_id, chat_id, title, source, mime, bytes, chars, "
-    "nchunks, fts_config) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::regconfig)";
+    "nchunks, fts_config, source_chat_id, source_turn_id) VALUES ($1, $2, $3, $4, $5, $6, $7, "
+    "$8, $9, $10::regconfig, $11, $12)";
 
 static const char SQL_CHUNKS_INSERT[] =
     "INSERT INTO utopia_chunks (document_id, user_id, chat_id, position, heading, body, tsv, "
@@ -106,7 +107,8 @@ static const char SQL_TERMS_GC[] =
 
 static const char SQL_DOC_JSON[] =
     "SELECT json_build_object('id', id, 'title', title, 'mime', mime, 'source', source, "
-    "'chat_id', chat_id, 'bytes', bytes, 'chars', chars, 'chunks', nchunks, 'created_at', "
+    "'chat_id', chat_id, 'source_chat_id', source_chat_id, 'source_turn_id', source_turn_id, "
+    "'bytes', bytes, 'chars', chars, 'chunks', nchunks, 'created_at', "
     "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')) "
     "FROM utopia_documents WHERE id = $1 AND user_id = $2";
 
@@ -130,7 +132,10 @@ tk_status utopia_doc_add(const utopia *u, PGconn *c, const char *user_id, const 
                          json_t **out, char *err, size_t errlen)
 {
     *out = NULL;
-    if (!user_id || !utopia_uuid_ok(user_id) || !utopia_uuid_ok(in->chat_id)) {
+    const char *src_chat = in->from ? in->from->chat_id : NULL;
+    const char *src_turn = in->from ? in->from->turn_id : NULL;
+    if (!user_id || !utopia_uuid_ok(user_id) || !utopia_uuid_ok(in->chat_id) ||
+        !utopia_uuid_ok(src_chat) || !utopia_uuid_ok(src_turn)) {
         snprintf(err, errlen, "bad user or chat id");
         return TK_EINVAL;
     }
@@ -210,13 +215,13 @@ tk_status utopia_doc_add(const utopia *u, PGconn *c, const char *user_id, const 
     snprintf(nchunks, sizeof nchunks, "%zu", ch.n);
     const char *source = in->source && *in->source ? in->source : "upload";
     const char *p1[] = {
-        id,     user_id, in->chat_id,      title, source, utopia_format_mime(fmt), bytes,
-        nchars, nchunks, u->cfg.fts_config};
+        id,     user_id, in->chat_id,       title,    source,  utopia_format_mime(fmt), bytes,
+        nchars, nchunks, u->cfg.fts_config, src_chat, src_turn};
     const char *p2[] = {id, user_id, in->chat_id, u->cfg.fts_config, title, chunks_json};
     const char *p3[] = {user_id, id};
     if ((st = utopia_db_exec(c, "BEGIN", 0, NULL, NULL, err, errlen)) != TK_OK)
         goto out;
-    if ((st = utopia_db_exec(c, SQL_DOC_INSERT, 10, p1, NULL, err, errlen)) != TK_OK ||
+    if ((st = utopia_db_exec(c, SQL_DOC_INSERT, 12, p1, NULL, err, errlen)) != TK_OK ||
         (st = utopia_db_exec(c, SQL_CHUNKS_INSERT, 6, p2, NULL, err, errlen)) != TK_OK ||
         (st = utopia_db_exec(c, SQL_TERMS_ADD, 2, p3, NULL, err, errlen)) != TK_OK ||
         (st = utopia_db_exec(c, "COMMIT", 0, NULL, NULL, err, errlen)) != TK_OK) {
@@ -262,8 +267,9 @@ tk_status utopia_doc_list(const utopia *u, PGconn *c, const char *user_id, const
     *out = utopia_db_json(
         c,
         "SELECT json_build_object('documents', coalesce(json_agg(json_build_object('id', id, "
-        "'title', title, 'mime', mime, 'source', source, 'chat_id', chat_id, 'bytes', bytes, "
-        "'chars', chars, 'chunks', nchunks, 'created_at', to_char(created_at AT TIME ZONE 'UTC', "
+        "'title', title, 'mime', mime, 'source', source, 'chat_id', chat_id, 'source_chat_id', "
+        "source_chat_id, 'source_turn_id', source_turn_id, 'bytes', bytes, 'chars', chars, "
+        "'chunks', nchunks, 'created_at', to_char(created_at AT TIME ZONE 'UTC', "
         "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')) ORDER BY created_at DESC, id DESC), '[]'::json)) "
         "FROM (SELECT * FROM utopia_documents WHERE user_id = $1 AND ($2::uuid IS NULL OR "
         "chat_id = $2) ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4) d",

@@ -165,19 +165,24 @@ typedef struct {
 /* ---- documents ---- */
 
 typedef struct {
-    const char *chat_id;  /* NULL: the user's library */
-    const char *title;    /* NULL: the first heading, else the file name, else "Untitled" */
-    const char *source;   /* "upload" (default), "agent", a URL... */
+    const char *chat_id; /* NULL: the user's library */
+    const char *title;   /* NULL: the first heading, else the file name, else "Untitled" */
+    const char *source;  /* "upload" (default), "agent", a URL... */
+    /* may be NULL: the chat and turn that saved it (an agent's finding; the
+     * document_id is not used) */
+    const utopia_source *from;
     const char *mime;     /* may be NULL: detected */
     const char *filename; /* may be NULL */
     const void *data;
     size_t len;
 } utopia_doc_in;
 
-/* Extracts, chunks, indexes. out: {id,title,mime,format,bytes,chars,chunks,created_at}. */
+/* Extracts, chunks, indexes. out: {id,title,mime,source,chat_id,source_chat_id,
+ * source_turn_id,bytes,chars,chunks,created_at,format}. */
 tk_status utopia_doc_add(const utopia *u, PGconn *c, const char *user_id, const utopia_doc_in *in,
                          json_t **out, char *err, size_t errlen);
-/* out: {documents:[{id,title,mime,source,chat_id,bytes,chars,chunks,created_at}]} newest first. */
+/* out: {documents:[{id,title,mime,source,chat_id,source_chat_id,source_turn_id,bytes,chars,
+ * chunks,created_at}]} newest first. */
 tk_status utopia_doc_list(const utopia *u, PGconn *c, const char *user_id, const char *chat_id,
                           int limit, int offset, json_t **out, char *err, size_t errlen);
 /* out: the document, with "chunks":[{position,heading,text}] when with_chunks. */
