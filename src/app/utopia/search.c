@@ -37,14 +37,18 @@ static const char SQL_WORDS[] =
 
 /* 2. typo candidates of a word missing from the vocabulary: words sharing its
  * first or last letters (btree ranges, each capped at 1,500 words, so a crowded
- * range costs a few milliseconds), of about its length, by trigram similarity */
+ * range costs a few milliseconds; the statistics on length(term) of migration
+ * 0024 keep the planner on an index scan that stops there), of about its
+ * length, by trigram similarity, ties broken by the word (the same candidates
+ * whatever the plan) */
 static const char SQL_FUZZY[] =
     "SELECT coalesce(json_agg(json_build_object('w', term, 'n', ndocs) ORDER BY sim DESC, ndocs "
-    "DESC), '[]') FROM (SELECT term, ndocs, similarity(term, $2) AS sim FROM ((SELECT term, ndocs "
+    "DESC, term), '[]') FROM (SELECT term, ndocs, similarity(term, $2) AS sim FROM ((SELECT term, "
+    "ndocs "
     "FROM utopia_terms WHERE user_id = $1 AND term LIKE $3 AND length(term) BETWEEN length($2) - 2 "
     "AND length($2) + 2 LIMIT 1500) UNION (SELECT term, ndocs FROM utopia_terms WHERE user_id = $1 "
     "AND reverse(term) LIKE $4 AND length(term) BETWEEN length($2) - 2 AND length($2) + 2 LIMIT "
-    "1500)) x WHERE term <> $2 ORDER BY 3 DESC, 2 DESC LIMIT 4) y WHERE sim >= 0.3";
+    "1500)) x WHERE term <> $2 ORDER BY 3 DESC, 2 DESC, 1 LIMIT 4) y WHERE sim >= 0.3";
 
 /* 3. the rankings over capped candidate sets, fused: exact, lenient and, with
  * an embeddings model, semantic (dot products of unit vectors $8: over all of

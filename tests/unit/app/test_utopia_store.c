@@ -597,4 +597,26 @@ TEST(settings_defaults_match_config_defaults)
     tk_config_free(table, TK_ARRAY_LEN(table));
 }
 
+/* What search speed at scale relies on (docs/UTOPIA.md, "Measured"): a
+ * chunk's tsvector kept in its row (STORAGE MAIN: compressed there if need
+ * be, the body moved out first), and statistics on the vocabulary's word
+ * lengths (the typo lookup's plan). Speed itself is measured in bench/search. */
+TEST(schema_keeps_tsvectors_inline_and_word_length_statistics)
+{
+    PGconn *c = setup("storage");
+    CHECK(count(c,
+                "SELECT count(*) FROM pg_attribute WHERE attrelid = 'utopia_chunks'::regclass AND "
+                "attname = 'tsv' AND attstorage = 'm'",
+                NULL) == 1);
+    CHECK(count(c,
+                "SELECT count(*) FROM pg_attribute WHERE attrelid = 'utopia_chunks'::regclass AND "
+                "attname = 'body' AND attstorage = 'x'",
+                NULL) == 1);
+    CHECK(count(c,
+                "SELECT count(*) FROM pg_statistic_ext WHERE stxname = 'utopia_terms_length' AND "
+                "stxrelid = 'utopia_terms'::regclass",
+                NULL) == 1);
+    PQfinish(c);
+}
+
 TEST_MAIN()
