@@ -31,6 +31,27 @@ void tk_log_init(const char *program)
     log_json = fmt && strcasecmp(fmt, "json") == 0;
 }
 
+tk_status tk_log_check_env(char *err, size_t errlen)
+{
+    const char *lv = getenv("LOG_LEVEL");
+    if (lv && *lv) {
+        int ok = 0;
+        for (int i = 0; i < 4; i++)
+            ok |= strcasecmp(lv, level_names[i]) == 0;
+        if (!ok) {
+            snprintf(err, errlen, "LOG_LEVEL: \"%.64s\" is not one of debug, info, warn, error",
+                     lv);
+            return TK_EINVAL;
+        }
+    }
+    const char *fmt = getenv("LOG_FORMAT");
+    if (fmt && *fmt && strcasecmp(fmt, "json") != 0 && strcasecmp(fmt, "text") != 0) {
+        snprintf(err, errlen, "LOG_FORMAT: \"%.64s\" is not text or json", fmt);
+        return TK_EINVAL;
+    }
+    return TK_OK;
+}
+
 void tk_log_set_level(int level)
 {
     log_level = level;

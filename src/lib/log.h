@@ -11,10 +11,19 @@
 #ifndef TK_LOG_H
 #define TK_LOG_H
 
+#include <stddef.h>
+
+#include "lib/common.h"
+
 enum { TK_LOG_DEBUG = 0, TK_LOG_INFO, TK_LOG_WARN, TK_LOG_ERROR };
 
 /* Sets the program name and reads LOG_LEVEL and LOG_FORMAT. */
 void tk_log_init(const char *program);
+
+/* Checks LOG_LEVEL (debug, info, warn, error; any case) and LOG_FORMAT (text,
+ * json). TK_OK when both are unset or valid; else TK_EINVAL with a message
+ * naming the variable. tk_prog_init refuses to start on it. */
+tk_status tk_log_check_env(char *err, size_t errlen);
 void tk_log_set_level(int level);
 int tk_log_enabled(int level);
 /* The request id of the calling thread, shown as req=; NULL clears it. */

@@ -41,6 +41,10 @@ void tk_prog_init(const tk_prog *p, int argc, char **argv, int *argi)
         }
     }
     char err[512];
+    if (tk_log_check_env(err, sizeof err) != TK_OK) {
+        fprintf(stderr, "%s: %s\n", p->name, err);
+        exit(2);
+    }
     int a = argi ? *argi : 1;
     if (tk_config_load(p->settings, p->nsettings, argc, argv, &a, err, sizeof err) != TK_OK) {
         fprintf(stderr, "%s: %s\n", p->name, err);

@@ -35,6 +35,14 @@ for (const p of programs) {
       assert.match(r.stderr, /not-an-address/);
     });
 
+    test('an unknown LOG_LEVEL or LOG_FORMAT is refused, exit status 2', () => {
+      for (const [k, v] of [['LOG_LEVEL', 'loud'], ['LOG_FORMAT', 'xml']]) {
+        const r = runProgram(p.name, [], { env: { ...(p.env || {}), [k]: v } });
+        assert.equal(r.code, 2, r.stderr);
+        assert.match(r.stderr, new RegExp(`${k}: "${v}"`));
+      }
+    });
+
     test('an unknown flag is refused', () => {
       const r = runProgram(p.name, ['--no-such-flag']);
       assert.equal(r.code, 2);

@@ -236,6 +236,27 @@ TEST(constant_time_compare)
     CHECK(!tk_str_eq_ct(NULL, ""));
 }
 
+TEST(log_settings_are_checked)
+{
+    char err[160];
+    unsetenv("LOG_LEVEL");
+    unsetenv("LOG_FORMAT");
+    CHECK(tk_log_check_env(err, sizeof err) == TK_OK);
+    setenv("LOG_LEVEL", "WARN", 1);
+    setenv("LOG_FORMAT", "json", 1);
+    CHECK(tk_log_check_env(err, sizeof err) == TK_OK);
+    setenv("LOG_LEVEL", "loud", 1);
+    CHECK(tk_log_check_env(err, sizeof err) == TK_EINVAL);
+    CHECK(strstr(err, "LOG_LEVEL") != NULL);
+    CHECK(strstr(err, "loud") != NULL);
+    setenv("LOG_LEVEL", "debug", 1);
+    setenv("LOG_FORMAT", "xml", 1);
+    CHECK(tk_log_check_env(err, sizeof err) == TK_EINVAL);
+    CHECK(strstr(err, "LOG_FORMAT") != NULL);
+    unsetenv("LOG_LEVEL");
+    unsetenv("LOG_FORMAT");
+}
+
 TEST(log_is_one_line_per_event)
 {
     char path[] = "/tmp/tklogXXXXXX";
