@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import { stopAll } from '../lib/harness.mjs';
-import { lastTurnDone, launchBrowser, needsAgent, newPage, screenshot, send, signIn, startStack } from './lib.mjs';
+import { lastTurnDone, launchBrowser, newPage, screenshot, send, signIn, startStack } from './lib.mjs';
 
 const WORDS = Array.from({ length: 24 }, (_, i) => `word${i + 1}`);
 const scenarios = {
@@ -166,8 +166,7 @@ describe('signing in', () => {
 });
 
 describe('chatting', () => {
-  test('send a message and watch it stream in; the chat lands in the sidebar', async (t) => {
-    if (needsAgent(t, stack)) return;
+  test('send a message and watch it stream in; the chat lands in the sidebar', async () => {
     const { context, page, problems } = await newPage(browser);
     await signIn(page, stack.base, EMAIL);
     await send(page, 'Count for me #scenario:ui-slow');
@@ -207,8 +206,7 @@ describe('chatting', () => {
     await context.close();
   });
 
-  test('Shift+Enter is a new line, Enter sends; the answer is Markdown', async (t) => {
-    if (needsAgent(t, stack)) return;
+  test('Shift+Enter is a new line, Enter sends; the answer is Markdown', async () => {
     const { context, page, problems } = await newPage(browser, { acceptDownloads: false });
     await context.grantPermissions(['clipboard-read', 'clipboard-write']);
     await signIn(page, stack.base, EMAIL);
@@ -241,8 +239,7 @@ describe('chatting', () => {
     await context.close();
   });
 
-  test('stop ends the turn where it is', async (t) => {
-    if (needsAgent(t, stack)) return;
+  test('stop ends the turn where it is', async () => {
     const { context, page, problems } = await newPage(browser);
     await signIn(page, stack.base, EMAIL);
     await send(page, 'Take your time #scenario:ui-long');
@@ -257,8 +254,7 @@ describe('chatting', () => {
     await context.close();
   });
 
-  test('a failing turn shows a clear error and retry sends it again', async (t) => {
-    if (needsAgent(t, stack)) return;
+  test('a failing turn shows a clear error and retry sends it again', async () => {
     const { context, page, problems } = await newPage(browser);
     await signIn(page, stack.base, EMAIL);
     await send(page, 'This breaks #scenario:ui-fail');
@@ -274,8 +270,7 @@ describe('chatting', () => {
     await context.close();
   });
 
-  test('reload in the middle of a turn: the turn goes on and finishes', async (t) => {
-    if (needsAgent(t, stack)) return;
+  test('reload in the middle of a turn: the turn goes on and finishes', async () => {
     const { context, page, problems } = await newPage(browser);
     await signIn(page, stack.base, EMAIL);
     await send(page, 'Keep going #scenario:ui-reload');
@@ -291,8 +286,7 @@ describe('chatting', () => {
     await context.close();
   });
 
-  test('the plan card ticks its milestones', async (t) => {
-    if (needsAgent(t, stack)) return;
+  test('the plan card ticks its milestones', async () => {
     const { context, page, problems } = await newPage(browser);
     await signIn(page, stack.base, EMAIL);
     await send(page, 'Plan it #scenario:ui-plan');
@@ -310,8 +304,7 @@ describe('chatting', () => {
 });
 
 describe('model output cannot inject script', () => {
-  test('<script>, javascript: links and event handlers render as text and never run', async (t) => {
-    if (needsAgent(t, stack)) return;
+  test('<script>, javascript: links and event handlers render as text and never run', async () => {
     const { context, page, problems } = await newPage(browser);
     await signIn(page, stack.base, EMAIL);
     await send(page, 'Try it <img src=x onerror="window.__xss=11"> #scenario:ui-xss');
@@ -349,8 +342,7 @@ describe('model output cannot inject script', () => {
 });
 
 describe('sidebar', () => {
-  test('new chat, rename, search by title, delete with confirmation', async (t) => {
-    if (needsAgent(t, stack)) return;
+  test('new chat, rename, search by title, delete with confirmation', async () => {
     const { context, page, problems } = await newPage(browser);
     await signIn(page, stack.base, 'bob@example.com');
     await send(page, 'Alpha topic #scenario:ui-hello');
@@ -426,8 +418,7 @@ describe('sidebar', () => {
 describe('screens', () => {
   for (const viewport of ['desktop', 'phone'])
     for (const theme of ['light', 'dark'])
-      test(`the chat on a ${viewport} in ${theme}`, async (t) => {
-    if (needsAgent(t, stack)) return;
+      test(`the chat on a ${viewport} in ${theme}`, async () => {
         const { context, page, problems } = await newPage(browser, { viewport, theme });
         await signIn(page, stack.base, EMAIL);
         stack.ms.addScenario('default', scenarios['ui-markdown']);

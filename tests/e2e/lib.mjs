@@ -71,19 +71,11 @@ export async function startStack({ sandbox = false, scenarios = {}, env = {}, ta
     assert.equal(r.code, 0, `user add ${email}: ${r.stderr}`);
     return r.stdout.trim();
   };
-  // The chat core's turn routes (issue 6) answer 401 signed out; a build
-  // without them answers 404. Tests that need turns skip on such a build.
-  const probe = await fetch(`${tusko.url}/api/turns/00000000-0000-7000-8000-000000000000/trace`);
-  const hasAgent = probe.status === 401;
-  const up = await fetch(`${tusko.url}/api/sessions/00000000-0000-7000-8000-000000000000/files/upload`, { method: 'PUT' });
-  const hasUpload = up.status === 401;
   return {
     pg,
     ms,
     sandboxd,
     tusko,
-    hasAgent,
-    hasUpload,
     tuskoEnv,
     base: tusko.url,
     addUser,
@@ -100,13 +92,6 @@ export async function startStack({ sandbox = false, scenarios = {}, env = {}, ta
       await ms.close();
     },
   };
-}
-
-// Skips the running test when the build has no chat turns yet.
-export function needsAgent(t, stack) {
-  if (stack.hasAgent) return false;
-  t.skip('this build has no chat turns yet (POST /api/sessions/{id}/messages, issue 6)');
-  return true;
 }
 
 // Drops files on an element the way a drag from the desktop does.

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import { stopAll } from '../lib/harness.mjs';
-import { launchBrowser, needsAgent, newPage, screenshot, send, signIn, startStack } from './lib.mjs';
+import { launchBrowser, newPage, screenshot, send, signIn, startStack } from './lib.mjs';
 
 const lives = (city, from) => ({ name: 'remember', arguments: { fact: { subject: 'Ada Quist', predicate: 'lives in', object: city, valid_from: from } } });
 const scenarios = {
@@ -133,8 +133,7 @@ describe('the Memory tab', () => {
     assert.deepEqual(left.documents.map((d) => d.title).sort(), titles.filter((t) => !/counts/.test(t)).sort());
   });
 
-  test('memories and facts the agent remembered: listed, searched, timeline, deleted', async (t) => {
-    if (needsAgent(t, stack)) return;
+  test('memories and facts the agent remembered: listed, searched, timeline, deleted', async () => {
     await ask('Remember these things about Ada #scenario:ui-remember');
     await openTab('memories');
     const mems = pane().locator('.memories li.memory');
@@ -176,8 +175,7 @@ describe('the Memory tab', () => {
     assert.equal(await pane().locator('section.entity .tl-bar.open .tl-label').innerText(), 'Berlin');
   });
 
-  test('a subagent is shown nested in its delegate_subagent card', async (t) => {
-    if (needsAgent(t, stack)) return;
+  test('a subagent is shown nested in its delegate_subagent card', async () => {
     await ask('Ask a researcher #scenario:ui-delegate');
     const card = page.locator('article.turn').last().locator('.card.tool[data-tool="delegate_subagent"]');
     await card.waitFor();
@@ -196,8 +194,7 @@ describe('the Memory tab', () => {
     await screenshot(page, 'subagent-desktop-light');
   });
 
-  test('the trace shows the memories offered at the start of a turn', async (t) => {
-    if (needsAgent(t, stack)) return;
+  test('the trace shows the memories offered at the start of a turn', async () => {
     await ask('What tea does Ada drink? #scenario:ui-recall-tea');
     await page.locator('article.turn').last().locator('.trace-btn').click();
     await page.locator('#tab-trace[aria-selected="true"]').waitFor();

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 
 import { runProgram, startPostgres, startProgram, stopAll } from '../lib/harness.mjs';
-import { dropFiles, lastTurnDone, launchBrowser, needsAgent, newPage, screenshot, send, signIn, startStack } from './lib.mjs';
+import { dropFiles, lastTurnDone, launchBrowser, newPage, screenshot, send, signIn, startStack } from './lib.mjs';
 
 const SCRIPT = "import csv\nrows = [('city', 'people'), ('Oslo', 709000), ('Lima', 10092000)]\nwith open('cities.csv', 'w', newline='') as f:\n    csv.writer(f).writerows(rows)\nprint('wrote', len(rows) - 1, 'rows')\n";
 const scenarios = {
@@ -41,7 +41,6 @@ describe('a turn that writes and runs code', () => {
   let page, context, problems;
 
   before(async () => {
-    if (!stack.hasAgent) return;
     ({ page, context, problems } = await newPage(browser, { acceptDownloads: true }));
     await signIn(page, stack.base, EMAIL);
   });
@@ -52,8 +51,7 @@ describe('a turn that writes and runs code', () => {
     await context.close();
   });
 
-  test('no banner; a talking turn starts no sandbox and the Files tab says so', async (t) => {
-    if (needsAgent(t, stack)) return;
+  test('no banner; a talking turn starts no sandbox and the Files tab says so', async () => {
     assert.equal(await page.locator('#exec-banner').isVisible(), false);
     await send(page, 'Hi #scenario:ui-talk');
     await lastTurnDone(page);
@@ -62,8 +60,7 @@ describe('a turn that writes and runs code', () => {
     await page.locator('#pane-files .files-status', { hasText: 'Nothing here yet' }).waitFor();
   });
 
-  test('spawn notice, tool cards with lanes, streamed output', async (t) => {
-    if (needsAgent(t, stack)) return;
+  test('spawn notice, tool cards with lanes, streamed output', async () => {
     // a new chat, answered by the default scenario (so its title has no marker)
     stack.ms.addScenario('default', scenarios['ui-write-run']);
     await page.locator('#new-chat').click();
@@ -91,8 +88,7 @@ describe('a turn that writes and runs code', () => {
     await screenshot(page, 'tools-desktop-light');
   });
 
-  test('the Files tab lists the files, previews them (CSV as a table) and downloads the bytes', async (t) => {
-    if (needsAgent(t, stack)) return;
+  test('the Files tab lists the files, previews them (CSV as a table) and downloads the bytes', async () => {
     await page.locator('#tab-files').click();
     const csv = page.locator('#pane-files button.file', { hasText: 'cities.csv' });
     await csv.waitFor();
@@ -113,9 +109,7 @@ describe('a turn that writes and runs code', () => {
     assert.equal(await page.locator('#pane-files .preview-text code').textContent(), SCRIPT);
   });
 
-  test('a file dropped on the chat lands in /workspace', async (t) => {
-    if (needsAgent(t, stack)) return;
-    if (!stack.hasUpload) return t.skip('this build has no upload route');
+  test('a file dropped on the chat lands in /workspace', async () => {
     const notes = 'Notes for the deck:\n- Q3 up 12%\n- ünïcödé ✓\n';
     await dropFiles(page, '#main', [{ name: 'notes.txt', text: notes, type: 'text/plain' }]);
     await page.locator('.upload-chip.ok', { hasText: 'notes.txt · in /workspace' }).waitFor();
@@ -127,8 +121,7 @@ describe('a turn that writes and runs code', () => {
     assert.equal(fs.readFileSync(await download.path(), 'utf8'), notes);
   });
 
-  test('the trace shows the spawn span with its attributes', async (t) => {
-    if (needsAgent(t, stack)) return;
+  test('the trace shows the spawn span with its attributes', async () => {
     await page.locator('article.turn').last().locator('.trace-btn').click();
     await page.locator('#tab-trace[aria-selected="true"]').waitFor();
     const spawn = page.locator('.span-row[data-kind="sandbox_spawn"]');
@@ -152,8 +145,7 @@ describe('a turn that writes and runs code', () => {
     await screenshot(page, 'trace-desktop-light');
   });
 
-  test('the same screens in dark and on a phone', async (t) => {
-    if (needsAgent(t, stack)) return;
+  test('the same screens in dark and on a phone', async () => {
     const url = page.url();
     for (const [viewport, theme] of [['desktop', 'dark'], ['phone', 'light'], ['phone', 'dark']]) {
       const p = await newPage(browser, { viewport, theme });
@@ -171,8 +163,7 @@ describe('a turn that writes and runs code', () => {
 });
 
 describe('the per-user sandbox quota', () => {
-  test('a spawn over the limit shows the quota message on the card and in the turn', async (t) => {
-    if (needsAgent(t, stack)) return;
+  test('a spawn over the limit shows the quota message on the card and in the turn', async () => {
     // a tusko of its own (fresh database) on the same sandbox service, 1 sandbox per user
     const pg = await startPostgres('e2e_quota');
     const tusko = await startProgram('tusko', {
