@@ -144,7 +144,8 @@ if command -v cc >/dev/null && cc -o "$work/probe/probe" "$work/probe.c" -Wl,--n
   check "a program built on the host against execd's libraries runs in the image" \
     in_image --user --execd "$work/probe" /opt/tusko/bin/probe
 else
-  echo "# skip: could not build the library probe on this host: $(head -c 300 "$work/probe.err")"
+  not_ok "a program built on the host against execd's libraries runs in the image" \
+    "could not build the probe: $(head -c 300 "$work/probe.err")"
 fi
 
 # The host's tusko-execd, when built, resolves every library inside the image.
@@ -159,7 +160,7 @@ if [[ -x $execd ]]; then
   check "the host's build/tusko-execd runs in the image (--version, as the sandbox user)" \
     in_image --user --execd "$(dirname "$execd")" /opt/tusko/bin/tusko-execd --version
 else
-  echo "# skip: no build/tusko-execd yet (make builds it); its ldd check did not run"
+  not_ok "the host's build/tusko-execd finds all its libraries in the image" "no build/tusko-execd (make builds it)"
 fi
 
 # --- Python ----------------------------------------------------------------------

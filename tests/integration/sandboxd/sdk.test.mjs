@@ -28,14 +28,7 @@ describe('the npm SDK with useServerProxy', () => {
     assert.equal(info.status.state, 'Running');
   });
 
-  test('writes and reads a file', async (t) => {
-    // the files API is execd's (issue 3); until it is served this part cannot run
-    const token = await s.api.token(sbx.id);
-    const probe = await s.api.call('GET', `/v1/sandboxes/${sbx.id}/proxy/44772/files/info?path=/workspace`, undefined, { 'X-EXECD-ACCESS-TOKEN': token });
-    if (probe.status === 404 && probe.json && probe.json.message === 'no such endpoint') {
-      t.skip('tusko-execd does not serve /files yet');
-      return;
-    }
+  test('writes and reads a file', async () => {
     await sbx.files.writeFiles([{ path: '/workspace/notes/a.txt', data: 'written by the SDK\n' }]);
     assert.equal(await sbx.files.readFile('/workspace/notes/a.txt'), 'written by the SDK\n');
     const cat = await sbx.commands.run('cat /workspace/notes/a.txt');
