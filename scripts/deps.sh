@@ -14,7 +14,8 @@ build=(gcc make pkg-config clang libclang-rt-14-dev clang-format cppcheck
   libidn2-dev zlib1g-dev)
 # Run: the database, the sandbox image builder, namespaces and networking tools.
 run=(postgresql-15 debootstrap debian-archive-keyring iproute2 util-linux ca-certificates curl
-  poppler-utils) # poppler-utils: pdftotext, run contained for Utopia's PDF uploads
+  poppler-utils acl) # poppler-utils: pdftotext, run contained for Utopia's PDF uploads;
+# acl: setfacl, so the postgres user can pass through a private folder above var/
 # Test: Node.js for the harness (skipped when a node is already installed), the
 # comparison runtimes for benchmarks.
 # tusko-sandboxd: nothing beyond build and run (libseccomp, libcap, debootstrap for

@@ -48,6 +48,21 @@ start)
   if [ "$(id -u)" = 0 ]; then
     id postgres >/dev/null 2>&1 || { echo "pg.sh: no 'postgres' user; install postgresql-15 (scripts/deps.sh)" >&2; exit 1; }
     chown postgres: "$dir"
+    # The postgres user must reach DIR: a checkout under a private folder (root's
+    # home is 0700) gets an ACL entry letting that user pass through each such
+    # folder (x only: it still cannot list or read them).
+    if ! runuser -u postgres -- test -x "$dir"; then
+      command -v setfacl >/dev/null || { echo "pg.sh: the postgres user cannot reach $dir and setfacl is missing (install acl: scripts/deps.sh)" >&2; exit 1; }
+      a=""
+      IFS=/ read -ra parts <<<"${dir#/}"
+      for p in "${parts[@]}"; do
+        a=$a/$p
+        if ! runuser -u postgres -- test -x "$a"; then
+          echo "pg.sh: letting the postgres user pass through $a (setfacl -m u:postgres:x; it cannot list it)" >&2
+          setfacl -m u:postgres:x "$a"
+        fi
+      done
+    fi
   fi
   chmod 700 "$dir"
   if [ ! -f "$data/PG_VERSION" ]; then

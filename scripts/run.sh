@@ -60,7 +60,7 @@ trap stop_all INT TERM EXIT
 
 # Deletes every sandbox the local tusko-sandboxd holds, through its API.
 end_sandboxes() {
-  [ -n "${SANDBOXD_LISTEN:-}" ] || return 0
+  [ -n "${SANDBOXD_LISTEN:-}" ] && [ -n "${SANDBOXD_API_KEY:-}" ] || return 0
   local base=http://$SANDBOXD_LISTEN/v1 ids
   ids=$(curl -fsS -m 5 -H "OPEN-SANDBOX-API-KEY: $SANDBOXD_API_KEY" \
     "$base/sandboxes?state=Running&state=Paused&state=Pending&pageSize=200" 2>/dev/null |
@@ -79,7 +79,9 @@ start() {
   shift
   local log=$VAR/log/$name.log
   : >"$log"
-  env "$@" "$BUILD/$name" >>"$log" 2>&1 &
+  # a session of its own: Ctrl-C reaches only this script, which ends the
+  # sandboxes through the sandbox service before it stops the services
+  setsid env "$@" "$BUILD/$name" >>"$log" 2>&1 &
   local pid=$!
   pids+=("$pid")
   for _ in $(seq 300); do
