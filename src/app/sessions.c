@@ -194,6 +194,19 @@ static void h_list(tk_req *r, void *ud)
     int64_t offset = bad ? 0 : query_int(r, "offset", 0, 0, 1000000, &bad);
     if (bad)
         return;
+    /* q: chats whose title contains it, ignoring case (the sidebar's search
+     * reaches chats beyond the first page) */
+    const char *q = tk_req_query(r, "q");
+    if (q && !*q)
+        q = NULL;
+    if (q) {
+        long n = app_utf8_chars(q, strlen(q));
+        if (n < 0 || n > APP_TITLE_MAX) {
+            tk_respond_error(r, 400, "INVALID_REQUEST",
+                             "\"q\" must be UTF-8 text of at most %d characters", APP_TITLE_MAX);
+            return;
+        }
+    }
     PGconn *c = app_db_acquire();
     if (!c) {
         app_respond_db_unavailable(r);
@@ -202,13 +215,14 @@ static void h_list(tk_req *r, void *ud)
     char sl[24], so[24];
     snprintf(sl, sizeof sl, "%lld", (long long)limit + 1);
     snprintf(so, sizeof so, "%lld", (long long)offset);
-    const char *p[] = {app_req_user(r)->id, sl, so};
-    char sql[300];
+    const char *p[] = {app_req_user(r)->id, sl, so, q};
+    char sql[400];
     snprintf(sql, sizeof sql,
              "SELECT %s FROM chat_sessions s WHERE user_id = $1 "
+             "AND ($4::text IS NULL OR strpos(lower(title), lower($4)) > 0) "
              "ORDER BY updated_at DESC, id DESC LIMIT $2 OFFSET $3",
              SESSION_JSON);
-    PGresult *res = tk_pg_query(c, sql, 3, p);
+    PGresult *res = tk_pg_query(c, sql, 4, p);
     if (!tk_pg_ok(res)) {
         app_respond_db_unavailable(r);
     } else {

@@ -394,6 +394,38 @@ describe('sidebar', () => {
     await context.close();
   });
 
+  test('search finds a chat older than the 200 the sidebar lists', async () => {
+    stack.addUser('many@example.com');
+    const { context, page, problems } = await newPage(browser);
+    await signIn(page, stack.base, 'many@example.com');
+    // the oldest chat, then 200 newer ones
+    const made = await page.evaluate(async () => {
+      const csrf = document.cookie.match(/(?:^|;\s*)(?:__Host-)?tusko_csrf=([^;]+)/)[1];
+      const post = (title) =>
+        fetch('/api/sessions', { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': csrf }, body: JSON.stringify({ title }) }).then((r) => r.status);
+      const codes = [await post('Old Zanzibar notes')];
+      for (let i = 0; i < 200; i += 20) codes.push(...(await Promise.all(Array.from({ length: 20 }, (_, j) => post(`chat ${i + j}`)))));
+      return codes;
+    });
+    assert.ok(made.length === 201 && made.every((c) => c === 201), JSON.stringify(made));
+    await page.reload();
+    const items = page.locator('#chats li');
+    await page.locator('#chats li', { hasText: 'chat 199' }).waitFor();
+    assert.equal(await items.count(), 200);
+    assert.equal(await page.locator('#chats li', { hasText: 'Zanzibar' }).count(), 0, 'past the first 200');
+    await page.locator('#search').fill('zanzi');
+    await page.locator('#chats li', { hasText: 'Old Zanzibar notes' }).waitFor();
+    assert.equal(await items.count(), 1);
+    await page.locator('#chats a', { hasText: 'Old Zanzibar notes' }).click();
+    await page.waitForURL(/\/c\/[0-9a-f-]{36}$/);
+    await page.locator('#search').fill('');
+    // the opened chat joins the list, marked as the current one
+    assert.equal(await items.count(), 201);
+    assert.equal(await page.locator('#chats li.current', { hasText: 'Old Zanzibar notes' }).count(), 1);
+    clean(problems);
+    await context.close();
+  });
+
   test('keyboard: "/" opens the skills menu, Escape closes it; the panel tabs take arrow keys', async () => {
     const { context, page, problems } = await newPage(browser);
     await signIn(page, stack.base, 'bob@example.com');

@@ -1,5 +1,7 @@
 // The sidebar: the user's chats (newest activity first), new chat, rename in
-// place, delete with a confirmation, search by title.
+// place, delete with a confirmation, search by title. The list holds the 200
+// most recent chats; when there are more, a search also asks the server
+// (GET /api/sessions?q=) so older chats are found too.
 import { api } from './api.js';
 import { $, h, icon } from './html.js';
 
@@ -10,14 +12,16 @@ export class Sidebar {
     this.onNew = onNew;
     this.onDeleted = onDeleted;
     this.sessions = [];
+    this.more = false; // the server has chats beyond this.sessions
+    this.found = null; // {q, sessions}: the server's answer to the current search
     this.current = null;
     this.list = $('#chats', root);
     this.search = $('#search', root);
-    this.search.addEventListener('input', () => this.render());
+    this.search.addEventListener('input', () => this.onSearch());
     this.search.addEventListener('keydown', (e) => {
       if (e.key === 'Escape') {
         this.search.value = '';
-        this.render();
+        this.onSearch();
       }
     });
     $('#new-chat', root).addEventListener('click', () => this.onNew());
@@ -27,13 +31,32 @@ export class Sidebar {
   async load() {
     const r = await api('/api/sessions?limit=200');
     this.sessions = r.sessions || [];
+    this.more = !!r.has_more;
     this.render();
+  }
+
+  onSearch() {
+    this.render();
+    clearTimeout(this.searchTimer);
+    const q = this.search.value.trim();
+    if (!q || !this.more) return;
+    this.searchTimer = setTimeout(async () => {
+      try {
+        const r = await api(`/api/sessions?limit=200&q=${encodeURIComponent(q)}`);
+        if (this.search.value.trim() !== q) return; // typed on meanwhile
+        this.found = { q: q.toLowerCase(), sessions: r.sessions || [] };
+        this.render();
+      } catch (e) {
+        alertError(e);
+      }
+    }, 200);
   }
 
   upsert(s) {
     const i = this.sessions.findIndex((x) => x.id === s.id);
     if (i >= 0) this.sessions[i] = { ...this.sessions[i], ...s };
     else this.sessions.unshift(s);
+    if (this.found) this.found.sessions = this.found.sessions.filter((x) => x.id !== s.id);
     this.render();
   }
 
@@ -48,7 +71,11 @@ export class Sidebar {
 
   render() {
     const q = this.search.value.trim().toLowerCase();
-    const shown = this.sessions.filter((s) => !q || (s.title || '').toLowerCase().includes(q));
+    let shown = this.sessions.filter((s) => !q || (s.title || '').toLowerCase().includes(q));
+    if (q && this.found && this.found.q === q) {
+      const ids = new Set(shown.map((s) => s.id));
+      shown = shown.concat(this.found.sessions.filter((s) => !ids.has(s.id)));
+    }
     if (!shown.length) {
       this.list.replaceChildren(h('li.none', { text: q ? 'No chat has that in its title.' : 'No chats yet.' }));
       return;
@@ -106,6 +133,7 @@ export class Sidebar {
       try {
         await api(`/api/sessions/${s.id}`, { method: 'DELETE' });
         this.sessions = this.sessions.filter((x) => x.id !== s.id);
+        if (this.found) this.found.sessions = this.found.sessions.filter((x) => x.id !== s.id);
         this.render();
         this.onDeleted(s.id);
       } catch (e) {

@@ -75,6 +75,38 @@ describe('chat sessions', () => {
       assert.equal((await api(t.tusko.url, `/api/sessions?${q}`, { headers: bob.auth })).status, 400, q);
   });
 
+  test('q finds the caller’s chats by title, ignoring case, beyond the first page', async () => {
+    const carol = makeUser(t.pg, 'carol-q@example.com');
+    const made = {};
+    for (const title of ['Trip to Lisbon', 'budget 2027', 'LISBON hotels', 'Ünïcode Ärger', 'x_100%']) made[title] = (await api(t.tusko.url, '/api/sessions', { json: { title }, headers: carol.auth })).json.id;
+    for (let i = 0; i < 5; i++) await api(t.tusko.url, '/api/sessions', { json: { title: `filler ${i}` }, headers: carol.auth });
+    const titles = async (q, extra = '') => {
+      const r = await api(t.tusko.url, `/api/sessions?q=${encodeURIComponent(q)}${extra}`, { headers: carol.auth });
+      assert.equal(r.status, 200, q);
+      return r.json.sessions.map((x) => x.title);
+    };
+    assert.deepEqual(await titles('lisbon'), ['LISBON hotels', 'Trip to Lisbon'], 'case-insensitive, newest first');
+    assert.deepEqual(await titles('ärger'), ['Ünïcode Ärger'], 'non-ASCII letters fold too');
+    assert.deepEqual(await titles('_1'), ['x_100%'], '_ is a character, not a wildcard');
+    assert.deepEqual(await titles('%'), ['x_100%'], '% is a character, not a wildcard');
+    assert.deepEqual(await titles('no such title'), []);
+    // the oldest chat is past a one-item page of the unfiltered list, found by q
+    const page = await api(t.tusko.url, '/api/sessions?limit=1', { headers: carol.auth });
+    assert.ok(!page.json.sessions.some((x) => x.title === 'Trip to Lisbon'));
+    const r = await api(t.tusko.url, '/api/sessions?q=lisbon&limit=1', { headers: carol.auth });
+    assert.deepEqual(r.json.sessions.map((x) => x.title), ['LISBON hotels']);
+    assert.equal(r.json.has_more, true);
+    assert.equal((await titles('')).length, 10, 'an empty q filters nothing');
+    // another user's chats never match
+    const bobs = await api(t.tusko.url, '/api/sessions?q=b', { headers: bob.auth });
+    assert.ok(bobs.json.sessions.every((x) => !Object.values(made).includes(x.id)));
+    for (const q of ['%FF', encodeURIComponent('a'.repeat(201))]) {
+      const bad = await api(t.tusko.url, `/api/sessions?q=${q}`, { headers: carol.auth });
+      assert.equal(bad.status, 400, q);
+      assert.match(bad.json.message, /"q"/);
+    }
+  });
+
   test('get, rename (PATCH) and change the model', async () => {
     const id = (await api(t.tusko.url, '/api/sessions', { json: { title: 'old' }, headers: alice.auth })).json.id;
     let r = await api(t.tusko.url, `/api/sessions/${id}`, { headers: alice.auth });
