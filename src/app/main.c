@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "app/agent/agent.h"
+#include "app/agent/subagent.h"
 #include "app/app.h"
 #include "app/auth/password.h"
 #include "app/cli.h"
@@ -145,6 +146,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "tusko: %s\n", err);
         app_settings_free();
         return st == TK_EINVAL ? 2 : 1;
+    }
+    /* settings that need the model allowlist are checked before anything
+     * touches the database */
+    if (strcmp(cmd, "serve") == 0 && agent_subagent_check_models(err, sizeof err) != TK_OK) {
+        fprintf(stderr, "tusko: %s\n", err);
+        app_shutdown();
+        app_settings_free();
+        return 2;
     }
     int rc = migrate();
     if (rc == 0) {

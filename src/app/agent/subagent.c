@@ -423,7 +423,7 @@ static const agent_tool delegate_tool = {
     .offered_at = offered_at,
 };
 
-tk_status agent_subagent_init(char *err, size_t errlen)
+tk_status agent_subagent_check_models(char *err, size_t errlen)
 {
     static const char *const names[NROLES] = {"SUBAGENT_RESEARCHER_MODEL", "SUBAGENT_CODER_MODEL",
                                               "SUBAGENT_REVIEWER_MODEL"};
@@ -437,6 +437,13 @@ tk_status agent_subagent_init(char *err, size_t errlen)
             return TK_EINVAL;
         }
     }
+    return TK_OK;
+}
+
+tk_status agent_subagent_init(char *err, size_t errlen)
+{
+    if (agent_subagent_check_models(err, errlen) != TK_OK)
+        return TK_EINVAL;
     if (!agent_tools_find(delegate_tool.name))
         agent_tools_register(&delegate_tool);
     return TK_OK;

@@ -75,6 +75,10 @@ typedef struct {
 /* Checks the roles' models against TUSKO_MODELS and registers
  * delegate_subagent (after app_init). TK_EINVAL with a message naming the
  * setting otherwise. */
+/* The SUBAGENT_<ROLE>_MODEL settings against TUSKO_MODELS (after app_init):
+ * TK_EINVAL with the variable named. `tusko serve` checks them before it
+ * migrates, so a bad setting changes nothing. */
+tk_status agent_subagent_check_models(char *err, size_t errlen);
 tk_status agent_subagent_init(char *err, size_t errlen);
 
 /* A role by name ("researcher", "Coder"...; case-insensitive): its index, or

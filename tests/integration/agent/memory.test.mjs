@@ -12,7 +12,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { runProgram, stopAll } from '../../lib/harness.mjs';
+import { runProgram, startPostgres, stopAll } from '../../lib/harness.mjs';
 import { api, makeUser, messages, newSession, startModels, startTusko, textOf, turn, tuskoEnv } from './lib.mjs';
 
 const lives = (city, from) => ({ name: 'remember', arguments: { fact: { subject: 'Ada Quist', predicate: 'lives in', object: city, valid_from: from } } });
@@ -441,5 +441,10 @@ describe("delegate_subagent: each role's model and step budget (settings)", () =
     });
     assert.equal(amb.code, 2, amb.stderr);
     assert.match(amb.stderr, /SUBAGENT_REVIEWER_MODEL: "same-name" is not one of TUSKO_MODELS/);
+    // refused before it touches the database: a new database stays empty
+    const fresh = await startPostgres('rolemodel');
+    const r = runProgram('tusko', ['serve'], { env: tuskoEnv(fresh, ms, { TUSKO_MODELS: ROLE_MODELS, SUBAGENT_CODER_MODEL: 'claude-opus-9' }), timeoutMs: 30000 });
+    assert.equal(r.code, 2, r.stderr);
+    assert.deepEqual(fresh.rows("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"), [['0']]);
   });
 });
