@@ -9,30 +9,11 @@ set -uo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
 build=$repo/images/sandbox/build.sh
-pass=0 fail=0
 work=$(mktemp -d /tmp/tusko-image-test.XXXXXX)
 trap 'rm -rf --one-file-system "$work"' EXIT
 
-ok() {
-  pass=$((pass + 1))
-  echo "ok - $1"
-}
-not_ok() {
-  fail=$((fail + 1))
-  echo "not ok - $1"
-  [[ -n ${2:-} ]] && printf '%s\n' "$2" | tail -n 20 | sed 's/^/    # /'
-}
-# check NAME CMD...: passes when CMD exits 0; shows its output otherwise.
-check() {
-  local name=$1 out
-  shift
-  if out=$("$@" 2>&1); then ok "$name"; else not_ok "$name" "$out"; fi
-}
-finish() {
-  echo "$pass passed, $fail failed"
-  [[ $fail == 0 ]]
-  exit
-}
+# shellcheck source=../lib/tap.sh
+. "$repo/tests/lib/tap.sh"
 
 if [[ $(id -u) != 0 ]]; then
   not_ok "the image test needs root (chroot and mounts)"

@@ -15,20 +15,12 @@ set -m # the stack gets its own process group, so SIGINT reaches it as from a te
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
 cd "$repo" || exit 1
-pass=0 fail=0
 work=$(mktemp -d /tmp/tusko-run-test.XXXXXX)
 out=$work/run.out
 run_pid=
 
-ok() {
-  pass=$((pass + 1))
-  echo "ok - $1"
-}
-not_ok() {
-  fail=$((fail + 1))
-  echo "not ok - $1"
-  [[ -n ${2:-} ]] && printf '%s\n' "$2" | tail -n 20 | sed 's/^/    # /'
-}
+# shellcheck source=../lib/tap.sh
+. "$repo/tests/lib/tap.sh"
 cleanup() {
   if [[ -n $run_pid ]] && kill -0 "$run_pid" 2>/dev/null; then
     kill -INT -- "-$run_pid" 2>/dev/null
@@ -39,11 +31,6 @@ cleanup() {
   rm -rf --one-file-system "$work"
 }
 trap cleanup EXIT
-finish() {
-  echo "$pass passed, $fail failed"
-  [[ $fail == 0 ]]
-  exit
-}
 
 if [[ $(id -u) != 0 ]]; then
   not_ok "the make run test needs root (the native sandbox runtime)"
