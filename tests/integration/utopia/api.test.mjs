@@ -229,6 +229,156 @@ describe('utopia api', () => {
   });
 });
 
+// What every route answers for bad input, another user's ids and ids that are
+// none (status, code and message to the letter), in what order a route checks,
+// the success shapes of the writes and deletes, and the paging parameters.
+describe('utopia api: every route, error paths and shapes', () => {
+  let t, erin, fred, chat, fredChat;
+  const NOID = '00000000-0000-4000-8000-000000000000';
+  const get = (p, who = erin) => api(t.tusko.url, p, { headers: who.auth });
+  const del = (p, who = erin) => api(t.tusko.url, p, { method: 'DELETE', headers: who.auth });
+  const upload = (q, body, who = erin) =>
+    api(t.tusko.url, `/api/utopia/documents${q}`, { method: 'POST', body, headers: { ...who.auth, 'content-type': 'text/plain' } });
+  const refused = (r, status, code, message, what) => {
+    assert.equal(r.status, status, `${what}: ${r.text}`);
+    assert.deepEqual(r.json, { code, message }, what);
+  };
+
+  before(async () => {
+    t = await startTusko({ tag: 'utopiaerr' });
+    erin = makeUser(t.pg, 'erin@example.com');
+    fred = makeUser(t.pg, 'fred@example.com');
+    chat = (await api(t.tusko.url, '/api/sessions', { method: 'POST', headers: erin.auth })).json.id;
+    fredChat = (await api(t.tusko.url, '/api/sessions', { method: 'POST', headers: fred.auth })).json.id;
+  });
+
+  test('chat_id: not an id is 400, another user\'s chat or none is 404, checked before anything else', async () => {
+    for (const [what, p] of [
+      ['list', (q) => get(`/api/utopia/documents${q}`)],
+      ['upload', (q) => upload(q, 'Some text.')],
+      ['upload, empty body', (q) => upload(q, '')],
+      ['search', (q) => get(`/api/utopia/search${q}&q=x`)],
+    ]) {
+      refused(await p('?chat_id=nope'), 400, 'INVALID_REQUEST', 'chat_id: not a chat id', what);
+      refused(await p(`?chat_id=${fredChat}`), 404, 'NOT_FOUND', 'no such chat', what);
+      refused(await p(`?chat_id=${NOID}`), 404, 'NOT_FOUND', 'no such chat', what);
+    }
+    refused(await upload('', ''), 400, 'INVALID_REQUEST', 'the request body is the document; it was empty', 'empty upload');
+    refused(await upload(`?chat_id=${chat}`, ''), 400, 'INVALID_REQUEST', 'the request body is the document; it was empty', 'empty upload to a chat');
+    // scope is checked before chat_id
+    refused(await get('/api/utopia/search?q=x&scope=all&chat_id=nope'), 400, 'INVALID_REQUEST', 'scope: "user" or "chat"', 'bad scope');
+    const r = await get(`/api/utopia/search?q=x&scope=chat&chat_id=${chat}`);
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual(r.json.results, []);
+  });
+
+  test('ids in the path: not an id, none and another user\'s are all 404 with the kind named', async () => {
+    const doc = (await upload(`?chat_id=${chat}&title=Voles`, 'Voles dig burrows.')).json;
+    const mem = (await api(t.tusko.url, '/api/utopia/memories', { json: { note: 'Erin keeps voles' }, headers: erin.auth }));
+    assert.equal(mem.status, 201, mem.text);
+    const fact = await api(t.tusko.url, '/api/utopia/facts', { json: { fact: { subject: 'Erin', predicate: 'keeps', object: 'voles' } }, headers: erin.auth });
+    assert.equal(fact.status, 201, fact.text);
+    const memId = mem.json.memory.id;
+    const factId = fact.json.fact.id;
+    assert.ok(memId && factId, `${mem.text} ${fact.text}`);
+    for (const [p, mine, message] of [
+      ['GET /api/utopia/documents/', doc.id, 'no such document'],
+      ['DELETE /api/utopia/documents/', doc.id, 'no such document'],
+      ['DELETE /api/utopia/memories/', memId, 'no such memory'],
+      ['DELETE /api/utopia/facts/', factId, 'no such fact'],
+    ]) {
+      const [method, path] = p.split(' ');
+      const call = (id, who) => api(t.tusko.url, path + id, { method, headers: who.auth });
+      for (const id of ['nope', NOID, '0000000000000000000000000000000000000']) refused(await call(id, erin), 404, 'NOT_FOUND', message, `${p}${id}`);
+      refused(await call(mine, fred), 404, 'NOT_FOUND', message, `${p} of another user`);
+    }
+    // the answers when they are there
+    let r = await get(`/api/utopia/documents/${doc.id}`);
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.id, doc.id);
+    assert.equal(r.json.chat_id, chat);
+    assert.deepEqual(r.json.chunks.map((c) => c.text), ['Voles dig burrows.']);
+    r = await del(`/api/utopia/memories/${memId}`);
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual(r.json, { deleted: true });
+    r = await del(`/api/utopia/facts/${factId}`);
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual(r.json, { deleted: true });
+    r = await del(`/api/utopia/documents/${doc.id}`);
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual(r.json, { deleted: true, chunks: 1 });
+    // gone now
+    refused(await del(`/api/utopia/memories/${memId}`), 404, 'NOT_FOUND', 'no such memory', 'memory deleted twice');
+    refused(await del(`/api/utopia/facts/${factId}`), 404, 'NOT_FOUND', 'no such fact', 'fact deleted twice');
+    refused(await get(`/api/utopia/documents/${doc.id}`), 404, 'NOT_FOUND', 'no such document', 'document deleted');
+  });
+
+  test('recall and graph need an entity; remember needs a JSON body', async () => {
+    refused(await get('/api/utopia/recall'), 400, 'INVALID_REQUEST', 'entity: required', 'recall');
+    refused(await get('/api/utopia/recall?at=2020'), 400, 'INVALID_REQUEST', 'entity: required', 'recall with at');
+    refused(await get('/api/utopia/graph?hops=2'), 400, 'INVALID_REQUEST', 'entity: required', 'graph');
+    for (const p of ['/api/utopia/memories', '/api/utopia/facts']) {
+      let r = await api(t.tusko.url, p, { method: 'POST', body: '{"note": ', headers: { ...erin.auth, 'content-type': 'application/json' } });
+      assert.equal(r.status, 400, r.text);
+      assert.equal(r.json.code, 'INVALID_JSON', p);
+      r = await api(t.tusko.url, p, { method: 'POST', headers: erin.auth });
+      refused(r, 400, 'INVALID_JSON', 'a JSON request body is required', `${p} without a body`);
+    }
+    const r = await api(t.tusko.url, '/api/utopia/facts', { json: { note: 'Erin likes moles' }, headers: erin.auth });
+    assert.equal(r.status, 201, r.text);
+    assert.equal(r.json.memory.text, 'Erin likes moles');
+  });
+
+  test('limit, offset, k, hops and kinds', async () => {
+    const ids = [];
+    for (const n of ['one', 'two', 'three']) {
+      const r = await upload(`?title=Shrew%20${n}`, `Shrews ${n} eat insects.`, fred);
+      assert.equal(r.status, 201, r.text);
+      ids.push(r.json.id);
+    }
+    const titles = async (q) => (await get(`/api/utopia/documents${q}`, fred)).json.documents.map((d) => d.title);
+    assert.deepEqual(await titles(''), ['Shrew three', 'Shrew two', 'Shrew one']);
+    assert.deepEqual(await titles('?limit=1'), ['Shrew three']);
+    assert.deepEqual(await titles('?limit=2&offset=1'), ['Shrew two', 'Shrew one']);
+    assert.deepEqual(await titles('?offset=2'), ['Shrew one']);
+    // a limit or offset that is not a number from 0 to 100000 is the default
+    assert.deepEqual(await titles('?limit=x&offset=-1'), ['Shrew three', 'Shrew two', 'Shrew one']);
+    assert.deepEqual(await titles('?limit=100001'), ['Shrew three', 'Shrew two', 'Shrew one']);
+    for (const note of ['Fred counts shrews', 'Fred feeds shrews']) {
+      const r = await api(t.tusko.url, '/api/utopia/memories', { json: { note }, headers: fred.auth });
+      assert.equal(r.status, 201, r.text);
+    }
+    let r = await get('/api/utopia/memories?limit=1', fred);
+    assert.equal(r.json.memories.length, 1);
+    r = await get('/api/utopia/memories?offset=1', fred);
+    assert.equal(r.json.memories.length, 1);
+    for (const [s, o] of [['Fred', 'Shrewsbury'], ['Shrewsbury', 'England'], ['England', 'Europe']]) {
+      r = await api(t.tusko.url, '/api/utopia/facts', { json: { fact: { subject: s, predicate: 'is in', object: o } }, headers: fred.auth });
+      assert.equal(r.status, 201, r.text);
+    }
+    r = await get('/api/utopia/facts?limit=2', fred);
+    assert.equal(r.json.facts.length, 2);
+    r = await get('/api/utopia/facts?entity=England&offset=1', fred);
+    assert.equal(r.json.facts.length, 1);
+    const names = async (q) => (await get(`/api/utopia/graph?entity=Fred${q}`, fred)).json.entities.map((e) => e.name).sort();
+    assert.deepEqual(await names(''), ['Fred', 'Shrewsbury']);
+    assert.deepEqual(await names('&hops=2'), ['England', 'Fred', 'Shrewsbury']);
+    assert.deepEqual(await names('&hops=x'), ['Fred', 'Shrewsbury']);
+    r = await get('/api/utopia/recall?entity=Shrewsbury', fred);
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.facts.length, 2);
+    // k caps the results; kinds picks them
+    r = await get('/api/utopia/search?q=shrews&k=1', fred);
+    assert.equal(r.json.results.length, 1);
+    r = await get('/api/utopia/search?q=shrews&kinds=memories', fred);
+    assert.ok(r.json.results.length >= 1);
+    assert.deepEqual([...new Set(r.json.results.map((x) => x.type))], ['memory']);
+    r = await get('/api/utopia/search?q=shrews&kinds=chunks', fred);
+    assert.ok(r.json.results.length >= 1);
+    assert.deepEqual([...new Set(r.json.results.map((x) => x.type))], ['chunk']);
+  });
+});
+
 describe('utopia upload cap', () => {
   const CAP = 256 << 10;
   let t, u;
