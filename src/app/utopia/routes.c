@@ -68,23 +68,6 @@ size_t utopia_upload_max_body(const utopia_config *cfg)
     return (size_t)cfg->max_document_bytes;
 }
 
-static void h_docs_add(tk_req *r, void *ud);
-
-tk_status utopia_start(char *err, size_t errlen)
-{
-    const utopia *u = utopia_app();
-    if (!u) {
-        snprintf(err, errlen, "%s", U_err);
-        return TK_EINVAL;
-    }
-    for (size_t i = 0; i < utopia_nroutes; i++)
-        if (utopia_routes[i].fn == h_docs_add)
-            utopia_routes[i].max_body = utopia_upload_max_body(&u->cfg);
-    static pthread_once_t hook_once = PTHREAD_ONCE_INIT;
-    pthread_once(&hook_once, register_hook);
-    return TK_OK;
-}
-
 void utopia_respond_status(tk_req *r, tk_status st, const char *err)
 {
     switch (st) {
@@ -109,12 +92,34 @@ void utopia_respond_status(tk_req *r, tk_status st, const char *err)
     }
 }
 
-/* Common prologue: the store, a connection, the caller. */
+/* ---- one shape for every route ----
+ *
+ * A route is: the store, a connection and the caller (begin); one call; the
+ * answer: the call's JSON with 200 (201 for what creates), or its status and
+ * message through utopia_respond_status. What a route checks itself (its
+ * parameters, the chat it names) it reports the same way, as a status and a
+ * message: only begin and h_op respond (run_docs_add sets a header). */
+
 typedef struct {
     const utopia *u;
     PGconn *c;
     const char *uid;
 } ctx;
+
+/* A route's call: its JSON in *out (a new reference), or a status and the
+ * reason in err. */
+typedef tk_status (*run_fn)(tk_req *r, const ctx *x, json_t **out, char *err, size_t errlen);
+/* A call on the caller's object whose id is the path's {id}. */
+typedef tk_status (*id_fn)(const utopia *u, PGconn *c, const char *user_id, const char *id,
+                           json_t **out, char *err, size_t errlen);
+
+typedef struct {
+    run_fn run;          /* the call, or: */
+    id_fn by_id;         /* a call on {id}; an {id} that is not a UUID is 404 ... */
+    const char *missing; /* ... with this message ("no such document") */
+    int created;         /* answers 201, not 200 */
+    int json_body;       /* the body is JSON: a bad one is 400 INVALID_JSON before anything else */
+} op;
 
 static int begin(tk_req *r, ctx *x)
 {
@@ -132,34 +137,48 @@ static int begin(tk_req *r, ctx *x)
     return 0;
 }
 
-static void finish(tk_req *r, ctx *x, tk_status st, json_t *out, const char *err, int ok_status)
+/* Every route's handler; ud is its op. */
+static void h_op(tk_req *r, void *ud)
 {
-    app_db_release(x->c);
+    const op *o = ud;
+    if (o->json_body && !tk_req_json(r, 0))
+        return; /* answered */
+    ctx x;
+    if (begin(r, &x))
+        return;
+    json_t *out = NULL;
+    char err[256] = "";
+    tk_status st = TK_ENOENT;
+    const char *id = tk_req_param(r, "id");
+    if (o->run)
+        st = o->run(r, &x, &out, err, sizeof err);
+    else if (tk_uuid_valid(id))
+        st = o->by_id(x.u, x.c, x.uid, id, &out, err, sizeof err);
+    else
+        snprintf(err, sizeof err, "%s", o->missing);
+    app_db_release(x.c);
     if (st == TK_OK) {
-        tk_respond_json(r, ok_status, out); /* takes the reference */
+        tk_respond_json(r, o->created ? 201 : 200, out); /* takes the reference */
     } else {
         utopia_respond_status(r, st, err);
         json_decref(out);
     }
 }
 
-/* A chat_id given by the caller must be one of the caller's chats. */
-static int chat_ok(tk_req *r, ctx *x, const char *chat_id)
+/* A chat_id given by the caller must be one of the caller's chats (not an id:
+ * 400; another user's, none, or the lookup failed: 404). */
+static tk_status chat_check(const ctx *x, const char *chat_id, char *err, size_t errlen)
 {
     if (!chat_id)
-        return 1;
+        return TK_OK;
     if (!tk_uuid_valid(chat_id)) {
-        tk_respond_error(r, 400, "INVALID_REQUEST", "chat_id: not a chat id");
-        return 0;
+        snprintf(err, errlen, "chat_id: not a chat id");
+        return TK_EINVAL;
     }
-    const char *p[] = {chat_id, x->uid};
-    PGresult *res =
-        tk_pg_query(x->c, "SELECT 1 FROM chat_sessions WHERE id = $1 AND user_id = $2", 2, p);
-    int ok = tk_pg_ok(res) && PQntuples(res) == 1;
-    PQclear(res);
-    if (!ok)
-        tk_respond_error(r, 404, "NOT_FOUND", "no such chat");
-    return ok;
+    if (app_session_owned(x->c, x->uid, chat_id) == TK_OK)
+        return TK_OK;
+    snprintf(err, errlen, "no such chat");
+    return TK_ENOENT;
 }
 
 static int int_query(tk_req *r, const char *name, int def)
@@ -171,111 +190,77 @@ static int int_query(tk_req *r, const char *name, int def)
     return (int)n;
 }
 
-/* ---- documents ---- */
-
-static void h_docs_list(tk_req *r, void *ud)
+/* A query parameter the route cannot do without: NULL with "<name>: required". */
+static const char *required_query(tk_req *r, const char *name, char *err, size_t errlen)
 {
-    (void)ud;
-    ctx x;
-    if (begin(r, &x))
-        return;
-    const char *chat = tk_req_query(r, "chat_id");
-    if (!chat_ok(r, &x, chat)) {
-        app_db_release(x.c);
-        return;
-    }
-    json_t *out = NULL;
-    char err[256] = "";
-    tk_status st = utopia_doc_list(x.u, x.c, x.uid, chat, int_query(r, "limit", 100),
-                                   int_query(r, "offset", 0), &out, err, sizeof err);
-    finish(r, &x, st, out, err, 200);
+    const char *v = tk_req_query(r, name);
+    if (!v)
+        snprintf(err, errlen, "%s: required", name);
+    return v;
 }
 
-static void h_docs_add(tk_req *r, void *ud)
+/* ---- documents ---- */
+
+static tk_status run_docs_list(tk_req *r, const ctx *x, json_t **out, char *err, size_t errlen)
 {
-    (void)ud;
-    ctx x;
-    if (begin(r, &x))
-        return;
     const char *chat = tk_req_query(r, "chat_id");
-    if (!chat_ok(r, &x, chat)) {
-        app_db_release(x.c);
-        return;
-    }
+    tk_status st = chat_check(x, chat, err, errlen);
+    if (st != TK_OK)
+        return st;
+    return utopia_doc_list(x->u, x->c, x->uid, chat, int_query(r, "limit", 100),
+                           int_query(r, "offset", 0), out, err, errlen);
+}
+
+static tk_status run_docs_add(tk_req *r, const ctx *x, json_t **out, char *err, size_t errlen)
+{
+    const char *chat = tk_req_query(r, "chat_id");
+    tk_status st = chat_check(x, chat, err, errlen);
+    if (st != TK_OK)
+        return st;
     size_t len = 0;
     const char *body = tk_req_body(r, &len);
+    if (len == 0) {
+        snprintf(err, errlen, "the request body is the document; it was empty");
+        return TK_EINVAL;
+    }
     utopia_doc_in in = {
         .chat_id = chat,
         .title = tk_req_query(r, "title"),
         .filename = tk_req_query(r, "filename"),
         .source = tk_req_query(r, "source"),
         .mime = tk_req_header(r, "content-type"),
-        .data = body ? body : "",
+        .data = body,
         .len = len,
     };
-    json_t *out = NULL;
-    char err[256] = "";
-    tk_status st =
-        len == 0 ? TK_EINVAL : utopia_doc_add(x.u, x.c, x.uid, &in, &out, err, sizeof err);
-    if (len == 0)
-        snprintf(err, sizeof err, "the request body is the document; it was empty");
+    st = utopia_doc_add(x->u, x->c, x->uid, &in, out, err, errlen);
     if (st == TK_OK) {
         char loc[96];
-        snprintf(loc, sizeof loc, "/api/utopia/documents/%s", tk_json_str(out, "id"));
+        snprintf(loc, sizeof loc, "/api/utopia/documents/%s", tk_json_str(*out, "id"));
         tk_respond_header(r, "Location", loc);
     }
-    finish(r, &x, st, out, err, 201);
+    return st;
 }
 
-static void h_doc_get(tk_req *r, void *ud)
+/* GET /api/utopia/documents/{id}: with its chunks */
+static tk_status doc_get_with_chunks(const utopia *u, PGconn *c, const char *user_id,
+                                     const char *id, json_t **out, char *err, size_t errlen)
 {
-    (void)ud;
-    ctx x;
-    if (begin(r, &x))
-        return;
-    json_t *out = NULL;
-    char err[256] = "";
-    const char *id = tk_req_param(r, "id");
-    tk_status st = tk_uuid_valid(id) ? utopia_doc_get(x.u, x.c, x.uid, id, 1, &out, err, sizeof err)
-                                     : TK_ENOENT;
-    if (!tk_uuid_valid(id))
-        snprintf(err, sizeof err, "no such document");
-    finish(r, &x, st, out, err, 200);
-}
-
-static void h_doc_delete(tk_req *r, void *ud)
-{
-    (void)ud;
-    ctx x;
-    if (begin(r, &x))
-        return;
-    json_t *out = NULL;
-    char err[256] = "no such document";
-    const char *id = tk_req_param(r, "id");
-    tk_status st = tk_uuid_valid(id) ? utopia_doc_delete(x.u, x.c, x.uid, id, &out, err, sizeof err)
-                                     : TK_ENOENT;
-    finish(r, &x, st, out, err, 200);
+    return utopia_doc_get(u, c, user_id, id, 1, out, err, errlen);
 }
 
 /* ---- search ---- */
 
-static void h_search(tk_req *r, void *ud)
+static tk_status run_search(tk_req *r, const ctx *x, json_t **out, char *err, size_t errlen)
 {
-    (void)ud;
-    ctx x;
-    if (begin(r, &x))
-        return;
     const char *scope = tk_req_query(r, "scope"), *chat = tk_req_query(r, "chat_id");
     const char *kinds = tk_req_query(r, "kinds");
     if (scope && strcmp(scope, "user") && strcmp(scope, "chat")) {
-        app_db_release(x.c);
-        tk_respond_error(r, 400, "INVALID_REQUEST", "scope: \"user\" or \"chat\"");
-        return;
+        snprintf(err, errlen, "scope: \"user\" or \"chat\"");
+        return TK_EINVAL;
     }
-    if (!chat_ok(r, &x, chat)) {
-        app_db_release(x.c);
-        return;
-    }
+    tk_status st = chat_check(x, chat, err, errlen);
+    if (st != TK_OK)
+        return st;
     int k = 0;
     if (kinds) {
         k |= strstr(kinds, "chunk") ? UTOPIA_KIND_CHUNKS : 0;
@@ -287,141 +272,97 @@ static void h_search(tk_req *r, void *ud)
                             .scope_chat = scope && !strcmp(scope, "chat"),
                             .k = int_query(r, "k", 8),
                             .kinds = k};
-    json_t *out = NULL;
-    char err[256] = "";
-    tk_status st = utopia_search(x.u, x.c, x.uid, &o, &out, err, sizeof err);
-    finish(r, &x, st, out, err, 200);
+    return utopia_search(x->u, x->c, x->uid, &o, out, err, errlen);
 }
 
-/* ---- memories ---- */
+/* ---- memories, facts and entities ---- */
 
-static void h_mem_list(tk_req *r, void *ud)
+static tk_status run_mem_list(tk_req *r, const ctx *x, json_t **out, char *err, size_t errlen)
 {
-    (void)ud;
-    ctx x;
-    if (begin(r, &x))
-        return;
-    json_t *out = NULL;
-    char err[256] = "";
-    tk_status st = utopia_memory_list(x.u, x.c, x.uid, int_query(r, "limit", 200),
-                                      int_query(r, "offset", 0), &out, err, sizeof err);
-    finish(r, &x, st, out, err, 200);
+    return utopia_memory_list(x->u, x->c, x->uid, int_query(r, "limit", 200),
+                              int_query(r, "offset", 0), out, err, errlen);
 }
 
-/* POST /api/utopia/memories: the remember payload, {note} and/or {fact} */
-static void h_remember(tk_req *r, void *ud)
+/* POST /api/utopia/memories and /facts: the remember payload, {note} and/or {fact} */
+static tk_status run_remember(tk_req *r, const ctx *x, json_t **out, char *err, size_t errlen)
 {
-    (void)ud;
-    json_t *body = tk_req_json(r, 0); /* owned by the request */
-    if (!body)
-        return; /* answered */
-    ctx x;
-    if (begin(r, &x))
-        return;
-    json_t *out = NULL;
-    char err[256] = "";
-    tk_status st = utopia_remember(x.u, x.c, x.uid, body, NULL, 0, &out, err, sizeof err);
-    finish(r, &x, st, out, err, 201);
+    /* parsed (and owned) by the request before begin: see op.json_body */
+    return utopia_remember(x->u, x->c, x->uid, tk_req_json(r, 0), NULL, 0, out, err, errlen);
 }
 
-static void h_mem_delete(tk_req *r, void *ud)
+static tk_status run_facts_list(tk_req *r, const ctx *x, json_t **out, char *err, size_t errlen)
 {
-    (void)ud;
-    ctx x;
-    if (begin(r, &x))
-        return;
-    json_t *out = NULL;
-    char err[256] = "no such memory";
-    const char *id = tk_req_param(r, "id");
-    tk_status st = tk_uuid_valid(id)
-                       ? utopia_memory_delete(x.u, x.c, x.uid, id, &out, err, sizeof err)
-                       : TK_ENOENT;
-    finish(r, &x, st, out, err, 200);
-}
-
-/* ---- facts and entities ---- */
-
-static void h_facts_list(tk_req *r, void *ud)
-{
-    (void)ud;
-    ctx x;
-    if (begin(r, &x))
-        return;
-    json_t *out = NULL;
-    char err[256] = "";
-    tk_status st =
-        utopia_fact_list(x.u, x.c, x.uid, tk_req_query(r, "entity"), int_query(r, "limit", 200),
-                         int_query(r, "offset", 0), &out, err, sizeof err);
-    finish(r, &x, st, out, err, 200);
-}
-
-static void h_fact_delete(tk_req *r, void *ud)
-{
-    (void)ud;
-    ctx x;
-    if (begin(r, &x))
-        return;
-    json_t *out = NULL;
-    char err[256] = "no such fact";
-    const char *id = tk_req_param(r, "id");
-    tk_status st = tk_uuid_valid(id)
-                       ? utopia_fact_delete(x.u, x.c, x.uid, id, &out, err, sizeof err)
-                       : TK_ENOENT;
-    finish(r, &x, st, out, err, 200);
+    return utopia_fact_list(x->u, x->c, x->uid, tk_req_query(r, "entity"),
+                            int_query(r, "limit", 200), int_query(r, "offset", 0), out, err,
+                            errlen);
 }
 
 /* GET /api/utopia/recall?entity=&at= */
-static void h_recall(tk_req *r, void *ud)
+static tk_status run_recall(tk_req *r, const ctx *x, json_t **out, char *err, size_t errlen)
 {
-    (void)ud;
-    ctx x;
-    if (begin(r, &x))
-        return;
-    json_t *out = NULL;
-    char err[256] = "";
-    const char *entity = tk_req_query(r, "entity");
-    tk_status st = entity ? utopia_recall_facts(x.u, x.c, x.uid, entity, tk_req_query(r, "at"), 0,
-                                                &out, err, sizeof err)
-                          : TK_EINVAL;
+    const char *entity = required_query(r, "entity", err, errlen);
     if (!entity)
-        snprintf(err, sizeof err, "entity: required");
-    finish(r, &x, st, out, err, 200);
+        return TK_EINVAL;
+    return utopia_recall_facts(x->u, x->c, x->uid, entity, tk_req_query(r, "at"), 0, out, err,
+                               errlen);
 }
 
 /* GET /api/utopia/graph?entity=&hops=&at= */
-static void h_graph(tk_req *r, void *ud)
+static tk_status run_graph(tk_req *r, const ctx *x, json_t **out, char *err, size_t errlen)
 {
-    (void)ud;
-    ctx x;
-    if (begin(r, &x))
-        return;
-    json_t *out = NULL;
-    char err[256] = "";
-    const char *entity = tk_req_query(r, "entity");
-    tk_status st = entity ? utopia_neighbourhood(x.u, x.c, x.uid, entity, int_query(r, "hops", 1),
-                                                 tk_req_query(r, "at"), 0, &out, err, sizeof err)
-                          : TK_EINVAL;
+    const char *entity = required_query(r, "entity", err, errlen);
     if (!entity)
-        snprintf(err, sizeof err, "entity: required");
-    finish(r, &x, st, out, err, 200);
+        return TK_EINVAL;
+    return utopia_neighbourhood(x->u, x->c, x->uid, entity, int_query(r, "hops", 1),
+                                tk_req_query(r, "at"), 0, out, err, errlen);
 }
+
+/* ---- the table ---- */
+
+static const op docs_list = {.run = run_docs_list};
+static const op docs_add = {.run = run_docs_add, .created = 1};
+static const op doc_get = {.by_id = doc_get_with_chunks, .missing = "no such document"};
+static const op doc_delete = {.by_id = utopia_doc_delete, .missing = "no such document"};
+static const op search = {.run = run_search};
+static const op mem_list = {.run = run_mem_list};
+static const op remember = {.run = run_remember, .created = 1, .json_body = 1};
+static const op mem_delete = {.by_id = utopia_memory_delete, .missing = "no such memory"};
+static const op facts_list = {.run = run_facts_list};
+static const op fact_delete = {.by_id = utopia_fact_delete, .missing = "no such fact"};
+static const op recall = {.run = run_recall};
+static const op graph = {.run = run_graph};
 
 #define B TK_ROUTE_BLOCKING
 tk_route utopia_routes[] = {
-    {"GET", "/api/utopia/documents", h_docs_list, NULL, B},
+    {"GET", "/api/utopia/documents", h_op, (void *)&docs_list, B},
     /* max_body: set by utopia_start from UTOPIA_MAX_DOCUMENT_BYTES; this is the
      * setting's default, for a table used without it */
-    {"POST", "/api/utopia/documents", h_docs_add, NULL, B, 25 << 20},
-    {"GET", "/api/utopia/documents/{id}", h_doc_get, NULL, B},
-    {"DELETE", "/api/utopia/documents/{id}", h_doc_delete, NULL, B},
-    {"GET", "/api/utopia/search", h_search, NULL, B},
-    {"GET", "/api/utopia/memories", h_mem_list, NULL, B},
-    {"POST", "/api/utopia/memories", h_remember, NULL, B, 64 << 10},
-    {"DELETE", "/api/utopia/memories/{id}", h_mem_delete, NULL, B},
-    {"GET", "/api/utopia/facts", h_facts_list, NULL, B},
-    {"POST", "/api/utopia/facts", h_remember, NULL, B, 64 << 10},
-    {"DELETE", "/api/utopia/facts/{id}", h_fact_delete, NULL, B},
-    {"GET", "/api/utopia/recall", h_recall, NULL, B},
-    {"GET", "/api/utopia/graph", h_graph, NULL, B},
+    {"POST", "/api/utopia/documents", h_op, (void *)&docs_add, B, 25 << 20},
+    {"GET", "/api/utopia/documents/{id}", h_op, (void *)&doc_get, B},
+    {"DELETE", "/api/utopia/documents/{id}", h_op, (void *)&doc_delete, B},
+    {"GET", "/api/utopia/search", h_op, (void *)&search, B},
+    {"GET", "/api/utopia/memories", h_op, (void *)&mem_list, B},
+    {"POST", "/api/utopia/memories", h_op, (void *)&remember, B, 64 << 10},
+    {"DELETE", "/api/utopia/memories/{id}", h_op, (void *)&mem_delete, B},
+    {"GET", "/api/utopia/facts", h_op, (void *)&facts_list, B},
+    {"POST", "/api/utopia/facts", h_op, (void *)&remember, B, 64 << 10},
+    {"DELETE", "/api/utopia/facts/{id}", h_op, (void *)&fact_delete, B},
+    {"GET", "/api/utopia/recall", h_op, (void *)&recall, B},
+    {"GET", "/api/utopia/graph", h_op, (void *)&graph, B},
 };
 const size_t utopia_nroutes = TK_ARRAY_LEN(utopia_routes);
+
+tk_status utopia_start(char *err, size_t errlen)
+{
+    const utopia *u = utopia_app();
+    if (!u) {
+        snprintf(err, errlen, "%s", U_err);
+        return TK_EINVAL;
+    }
+    for (size_t i = 0; i < utopia_nroutes; i++)
+        if (utopia_routes[i].ud == &docs_add)
+            utopia_routes[i].max_body = utopia_upload_max_body(&u->cfg);
+    static pthread_once_t hook_once = PTHREAD_ONCE_INIT;
+    pthread_once(&hook_once, register_hook);
+    return TK_OK;
+}
