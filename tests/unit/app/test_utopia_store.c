@@ -514,6 +514,66 @@ TEST(memories_relevant_within_a_budget)
     PQfinish(c);
 }
 
+/* Deleting a memory and deleting a fact answer alike: bad ids refused with the
+ * kind named, none and another user's "no such ...", the own one deleted once. */
+TEST(memory_and_fact_deletes_refuse_bad_ids_and_others)
+{
+    PGconn *c = setup("del");
+    json_t *out;
+    char err[256];
+    CHECK(utopia_memory_add(&U, c, U1, "The user keeps bees", NULL, &out, err, sizeof err) ==
+          TK_OK);
+    char mem[64], fct[64];
+    snprintf(mem, sizeof mem, "%s", tk_json_str(json_object_get(out, "memory"), "id"));
+    json_decref(out);
+    out = fact(c, "Bees", "make", "Honey", NULL, NULL);
+    snprintf(fct, sizeof fct, "%s", tk_json_str(json_object_get(out, "fact"), "id"));
+    json_decref(out);
+    CHECK_INT(strlen(mem), ==, 36);
+    CHECK_INT(strlen(fct), ==, 36);
+    const char *none = "44444444-4444-4444-8444-444444444444";
+    struct {
+        tk_status (*del)(const utopia *, PGconn *, const char *, const char *, json_t **, char *,
+                         size_t);
+        const char *id, *bad, *missing;
+    } kinds[] = {
+        {utopia_memory_delete, mem, "bad user or memory id", "no such memory"},
+        {utopia_fact_delete, fct, "bad user or fact id", "no such fact"},
+    };
+    for (size_t i = 0; i < TK_ARRAY_LEN(kinds); i++) {
+        const char *bad_ids[][2] = {{U1, "nope"}, {U1, NULL}, {"nope", kinds[i].id}, {NULL, none}};
+        for (size_t j = 0; j < TK_ARRAY_LEN(bad_ids); j++) {
+            out = json_true();
+            err[0] = 0;
+            CHECK(kinds[i].del(&U, c, bad_ids[j][0], bad_ids[j][1], &out, err, sizeof err) ==
+                  TK_EINVAL);
+            CHECK(out == NULL);
+            CHECK_STR(err, kinds[i].bad);
+        }
+        const char *missing[][2] = {{U1, none}, {U2, kinds[i].id}};
+        for (size_t j = 0; j < TK_ARRAY_LEN(missing); j++) {
+            err[0] = 0;
+            CHECK(kinds[i].del(&U, c, missing[j][0], missing[j][1], &out, err, sizeof err) ==
+                  TK_ENOENT);
+            CHECK(out == NULL);
+            CHECK_STR(err, kinds[i].missing);
+        }
+        CHECK(kinds[i].del(&U, c, U1, kinds[i].id, &out, err, sizeof err) == TK_OK);
+        json_t *want = json_pack("{s:b}", "deleted", 1);
+        CHECK(json_equal(out, want));
+        json_decref(want);
+        json_decref(out);
+        CHECK(kinds[i].del(&U, c, U1, kinds[i].id, &out, err, sizeof err) == TK_ENOENT);
+        CHECK_STR(err, kinds[i].missing);
+    }
+    /* a database error is an error, not "none" */
+    PQclear(PQexec(c, "ALTER TABLE utopia_facts RENAME TO utopia_facts_gone"));
+    CHECK(utopia_fact_delete(&U, c, U1, none, &out, err, sizeof err) == TK_ERROR);
+    CHECK(out == NULL);
+    CHECK(strncmp(err, "database error in DELETE FROM utopia_facts", 42) == 0);
+    PQfinish(c);
+}
+
 TEST(dates_liberal_in_strict_out)
 {
     /* now = 2026-12-01T05:00:00Z */
