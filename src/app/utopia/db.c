@@ -67,6 +67,35 @@ tk_status utopia_db_exec(PGconn *c, const char *sql, int n, const char *const *p
     return st;
 }
 
+tk_status utopia_db_delete_one(PGconn *c, const char *sql, const char *what, const char *user_id,
+                               const char *id, json_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!user_id || !id || !utopia_uuid_ok(user_id) || !utopia_uuid_ok(id)) {
+        snprintf(err, errlen, "bad user or %s id", what);
+        return TK_EINVAL;
+    }
+    const char *p[] = {user_id, id};
+    long n = 0;
+    tk_status st = utopia_db_exec(c, sql, 2, p, &n, err, errlen);
+    if (st != TK_OK)
+        return st;
+    if (n == 0) {
+        snprintf(err, errlen, "no such %s", what);
+        return TK_ENOENT;
+    }
+    *out = tk_json_obj("deleted", json_true(), NULL);
+    return TK_OK;
+}
+
+utopia_db_page utopia_db_page_of(int limit, int offset, int def, int max)
+{
+    utopia_db_page pg;
+    snprintf(pg.limit, sizeof pg.limit, "%d", limit <= 0 || limit > max ? def : limit);
+    snprintf(pg.offset, sizeof pg.offset, "%d", offset < 0 ? 0 : offset);
+    return pg;
+}
+
 int utopia_uuid_ok(const char *s)
 {
     return !s || tk_uuid_valid(s);

@@ -260,10 +260,8 @@ tk_status utopia_doc_list(const utopia *u, PGconn *c, const char *user_id, const
         snprintf(err, errlen, "bad user or chat id");
         return TK_EINVAL;
     }
-    char l[16], o[16];
-    snprintf(l, sizeof l, "%d", limit <= 0 || limit > 500 ? 100 : limit);
-    snprintf(o, sizeof o, "%d", offset < 0 ? 0 : offset);
-    const char *p[] = {user_id, chat_id, l, o};
+    utopia_db_page pg = utopia_db_page_of(limit, offset, 100, 500);
+    const char *p[] = {user_id, chat_id, pg.limit, pg.offset};
     *out = utopia_db_json(
         c,
         "SELECT json_build_object('documents', coalesce(json_agg(json_build_object('id', id, "

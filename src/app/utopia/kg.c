@@ -535,10 +535,8 @@ tk_status utopia_fact_list(const utopia *u, PGconn *c, const char *user_id, cons
         if (st != TK_OK)
             return st;
     }
-    char l[16], o[16];
-    snprintf(l, sizeof l, "%d", limit <= 0 || limit > 1000 ? 200 : limit);
-    snprintf(o, sizeof o, "%d", offset < 0 ? 0 : offset);
-    const char *p[] = {user_id, eid[0] ? eid : NULL, l, o};
+    utopia_db_page pg = utopia_db_page_of(limit, offset, 200, 1000);
+    const char *p[] = {user_id, eid[0] ? eid : NULL, pg.limit, pg.offset};
     *out = utopia_db_json(
         c,
         "SELECT json_build_object('facts', coalesce(json_agg(" FACT_JSON(
@@ -557,23 +555,8 @@ tk_status utopia_fact_delete(const utopia *u, PGconn *c, const char *user_id, co
                              json_t **out, char *err, size_t errlen)
 {
     (void)u;
-    *out = NULL;
-    if (!user_id || !id || !utopia_uuid_ok(user_id) || !utopia_uuid_ok(id)) {
-        snprintf(err, errlen, "bad user or fact id");
-        return TK_EINVAL;
-    }
-    const char *p[] = {user_id, id};
-    long n = 0;
-    tk_status st = utopia_db_exec(c, "DELETE FROM utopia_facts WHERE user_id = $1 AND id = $2", 2,
-                                  p, &n, err, errlen);
-    if (st != TK_OK)
-        return st;
-    if (n == 0) {
-        snprintf(err, errlen, "no such fact");
-        return TK_ENOENT;
-    }
-    *out = tk_json_obj("deleted", json_true(), NULL);
-    return TK_OK;
+    return utopia_db_delete_one(c, "DELETE FROM utopia_facts WHERE user_id = $1 AND id = $2",
+                                "fact", user_id, id, out, err, errlen);
 }
 
 tk_status utopia_neighbourhood(const utopia *u, PGconn *c, const char *user_id, const char *entity,

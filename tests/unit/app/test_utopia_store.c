@@ -1,6 +1,7 @@
 /* Utopia against a real Postgres: documents, hybrid search ranking on a
  * generated corpus of 2,000+ chunks, memories, dated facts, scoping. */
 #include "app/utopia/dates.h"
+#include "app/utopia/db.h"
 #include "app/utopia/utopia.h"
 #include "lib/embed.h"
 #include "lib/json.h"
@@ -572,6 +573,29 @@ TEST(memory_and_fact_deletes_refuse_bad_ids_and_others)
     CHECK(out == NULL);
     CHECK(strncmp(err, "database error in DELETE FROM utopia_facts", 42) == 0);
     PQfinish(c);
+}
+
+/* A list's page: a limit outside 1..max is the default, a negative offset 0. */
+TEST(list_pages_clamp_limit_and_offset)
+{
+    struct {
+        int limit, offset, def, max;
+        const char *want_limit, *want_offset;
+    } cases[] = {
+        {1, 0, 100, 500, "1", "0"},
+        {500, 7, 100, 500, "500", "7"},
+        {501, 7, 100, 500, "100", "7"},
+        {0, -1, 100, 500, "100", "0"},
+        {-3, 2147483647, 200, 1000, "200", "2147483647"},
+        {1000, 0, 200, 1000, "1000", "0"},
+        {1001, 0, 200, 1000, "200", "0"},
+    };
+    for (size_t i = 0; i < TK_ARRAY_LEN(cases); i++) {
+        utopia_db_page pg =
+            utopia_db_page_of(cases[i].limit, cases[i].offset, cases[i].def, cases[i].max);
+        CHECK_STR(pg.limit, cases[i].want_limit);
+        CHECK_STR(pg.offset, cases[i].want_offset);
+    }
 }
 
 TEST(dates_liberal_in_strict_out)
