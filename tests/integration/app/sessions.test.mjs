@@ -188,3 +188,121 @@ describe('chat sessions', () => {
     assert.equal(r.status, 404);
   });
 });
+
+// The answers of every route to the letter where a refactor could change them:
+// "no such chat session" for malformed, unknown and others' ids on every route,
+// what a route checks first, the pages' has_more, the parameters' messages, and
+// 503 DB_UNAVAILABLE when the database fails a query (the table renamed away).
+describe('chat sessions: error answers and pages', () => {
+  let t, dana, eve;
+  const NOT_FOUND = { code: 'NOT_FOUND', message: 'no such chat session' };
+  const DB = { code: 'DB_UNAVAILABLE', message: 'the database is unavailable; try again shortly' };
+  before(async () => {
+    t = await startTusko({ tag: 'sessionserr' });
+    dana = makeUser(t.pg, 'dana@example.com');
+    eve = makeUser(t.pg, 'eve@example.com');
+  });
+
+  test('malformed, unknown and another user\'s ids: 404 "no such chat session" on every route', async () => {
+    const evesId = (await api(t.tusko.url, '/api/sessions', { json: { title: 'eve' }, headers: eve.auth })).json.id;
+    for (const id of ['not-a-uuid', '00000000-0000-4000-8000-000000000000', evesId]) {
+      for (const [method, p, json] of [
+        ['GET', `/api/sessions/${id}`],
+        ['PATCH', `/api/sessions/${id}`, { title: 'x' }],
+        ['PATCH', `/api/sessions/${id}`, { model: null }],
+        ['DELETE', `/api/sessions/${id}`],
+        ['GET', `/api/sessions/${id}/messages`],
+      ]) {
+        const r = await api(t.tusko.url, p, { method, json, headers: dana.auth });
+        assert.equal(r.status, 404, `${method} ${p}: ${r.text}`);
+        assert.deepEqual(r.json, NOT_FOUND, `${method} ${p}`);
+      }
+    }
+    const r = await api(t.tusko.url, `/api/sessions/${evesId}`, { headers: eve.auth });
+    assert.equal(r.json.title, 'eve', 'untouched');
+  });
+
+  test('PATCH checks its body before the id; messages check their parameters before the id', async () => {
+    for (const [json, code, message] of [
+      [{}, 'INVALID_REQUEST', 'give "title" and/or "model" to change'],
+      [{ title: 7 }, 'INVALID_REQUEST', '"title" must be a string'],
+      [{ model: 'openai:nope' }, 'MODEL_NOT_ALLOWED', '"model" must be one of GET /api/models'],
+    ]) {
+      const r = await api(t.tusko.url, '/api/sessions/not-a-uuid', { method: 'PATCH', json, headers: dana.auth });
+      assert.equal(r.status, 400, r.text);
+      assert.deepEqual(r.json, { code, message });
+    }
+    let r = await api(t.tusko.url, '/api/sessions/not-a-uuid', { method: 'PATCH', headers: dana.auth });
+    assert.equal(r.status, 400, r.text);
+    assert.equal(r.json.code, 'INVALID_JSON');
+    for (const [q, message] of [
+      ['limit=0', '"limit" must be an integer from 1 to 1000'],
+      ['limit=1001', '"limit" must be an integer from 1 to 1000'],
+      ['after=-1', '"after" must be an integer from 0 to 9223372036854775807'],
+    ]) {
+      r = await api(t.tusko.url, `/api/sessions/not-a-uuid/messages?${q}`, { headers: dana.auth });
+      assert.equal(r.status, 400, q);
+      assert.deepEqual(r.json, { code: 'INVALID_REQUEST', message }, q);
+    }
+    for (const [q, message] of [
+      ['limit=201', '"limit" must be an integer from 1 to 200'],
+      ['offset=1000001', '"offset" must be an integer from 0 to 1000000'],
+    ]) {
+      r = await api(t.tusko.url, `/api/sessions?${q}`, { headers: dana.auth });
+      assert.deepEqual(r.json, { code: 'INVALID_REQUEST', message }, q);
+    }
+  });
+
+  test('pages: has_more exactly when there is more, on both lists', async () => {
+    const ids = [];
+    for (let i = 0; i < 3; i++) ids.push((await api(t.tusko.url, '/api/sessions', { json: { title: `p${i}` }, headers: dana.auth })).json.id);
+    const list = async (q) => (await api(t.tusko.url, `/api/sessions?${q}`, { headers: dana.auth })).json;
+    let j = await list('limit=3');
+    assert.deepEqual(Object.keys(j).sort(), ['has_more', 'sessions']);
+    assert.deepEqual([j.sessions.length, j.has_more], [3, false]);
+    j = await list('limit=2&offset=1');
+    assert.deepEqual([j.sessions.map((s) => s.id), j.has_more], [[ids[1], ids[0]], false]);
+    j = await list('limit=1&offset=1');
+    assert.deepEqual([j.sessions.map((s) => s.id), j.has_more], [[ids[1]], true]);
+    const sid = ids[0];
+    t.pg.query(`INSERT INTO messages (id, session_id, role, content) VALUES
+      (gen_random_uuid(), '${sid}', 'user', 'm1'), (gen_random_uuid(), '${sid}', 'assistant', 'm2')`);
+    const msgs = async (q) => (await api(t.tusko.url, `/api/sessions/${sid}/messages?${q}`, { headers: dana.auth })).json;
+    j = await msgs('limit=2');
+    assert.deepEqual(Object.keys(j).sort(), ['has_more', 'messages']);
+    assert.deepEqual([j.messages.map((m) => m.content), j.has_more], [['m1', 'm2'], false]);
+    j = await msgs('limit=1');
+    assert.deepEqual([j.messages.map((m) => m.content), j.has_more], [['m1'], true]);
+    j = await msgs(`after=${j.messages[0].seq}`);
+    assert.deepEqual([j.messages.map((m) => m.content), j.has_more], [['m2'], false]);
+    // GET and PATCH answer the row itself
+    const got = (await api(t.tusko.url, `/api/sessions/${sid}`, { headers: dana.auth })).json;
+    assert.deepEqual(Object.keys(got).sort(), ['created_at', 'id', 'model', 'title', 'updated_at']);
+    const patched = await api(t.tusko.url, `/api/sessions/${sid}`, { method: 'PATCH', json: { title: 'renamed' }, headers: dana.auth });
+    assert.equal(patched.status, 200);
+    assert.deepEqual({ ...patched.json, updated_at: 0 }, { ...got, title: 'renamed', updated_at: 0 });
+  });
+
+  test('a failing database answers 503 DB_UNAVAILABLE on every route', async () => {
+    const id = (await api(t.tusko.url, '/api/sessions', { json: { title: 'kept' }, headers: dana.auth })).json.id;
+    t.pg.query('ALTER TABLE chat_sessions RENAME TO chat_sessions_away');
+    try {
+      for (const [method, p, json] of [
+        ['POST', '/api/sessions', {}],
+        ['GET', '/api/sessions'],
+        ['GET', `/api/sessions/${id}`],
+        ['PATCH', `/api/sessions/${id}`, { title: 'x' }],
+        ['DELETE', `/api/sessions/${id}`],
+        ['GET', `/api/sessions/${id}/messages`],
+      ]) {
+        const r = await api(t.tusko.url, p, { method, json, headers: dana.auth });
+        assert.equal(r.status, 503, `${method} ${p}: ${r.text}`);
+        assert.deepEqual(r.json, DB, `${method} ${p}`);
+      }
+    } finally {
+      t.pg.query('ALTER TABLE chat_sessions_away RENAME TO chat_sessions');
+    }
+    const r = await api(t.tusko.url, `/api/sessions/${id}`, { headers: dana.auth });
+    assert.equal(r.json.title, 'kept');
+  });
+});
