@@ -89,6 +89,50 @@ static json_t *rows_json(PGresult *res)
     return arr;
 }
 
+/* Answers a page of a query that asked for limit + 1 rows of JSON text:
+ * {key: [the first limit], "has_more": whether there was one more}; 503 when
+ * the query failed. */
+static void respond_page(tk_req *r, PGresult *res, const char *key, int64_t limit)
+{
+    if (!tk_pg_ok(res)) {
+        app_respond_db_unavailable(r);
+        return;
+    }
+    json_t *arr = rows_json(res);
+    int more = json_array_size(arr) > (size_t)limit;
+    if (more)
+        json_array_remove(arr, (size_t)limit);
+    tk_respond_json(r, 200, tk_json_obj(key, arr, "has_more", json_boolean(more), NULL));
+}
+
+/* For a route on the session {id}: a connection, or NULL after answering 404
+ * (id not a UUID) or 503. */
+static PGconn *acquire_for(tk_req *r, const char *id)
+{
+    if (!tk_uuid_valid(id)) {
+        respond_not_found(r);
+        return NULL;
+    }
+    PGconn *c = app_db_acquire();
+    if (!c)
+        app_respond_db_unavailable(r);
+    return c;
+}
+
+/* Answers a query for the caller's one session row: 200 with it, 404 when
+ * there is none, 503 when the query failed. */
+static void respond_row(tk_req *r, PGconn *c, const char *sql, int n, const char *const *p)
+{
+    PGresult *res = tk_pg_query(c, sql, n, p);
+    if (!tk_pg_ok(res))
+        app_respond_db_unavailable(r);
+    else if (PQntuples(res) != 1)
+        respond_not_found(r);
+    else
+        tk_respond_json(r, 200, json_loads(PQgetvalue(res, 0, 0), 0, NULL));
+    PQclear(res);
+}
+
 /* Validates the optional "title" and "model" of a body. On a bad value responds
  * 400 and returns non-zero. *title / *model stay NULL when absent. */
 static int read_fields(tk_req *r, json_t *body, const char **title, const char **model)
@@ -223,15 +267,7 @@ static void h_list(tk_req *r, void *ud)
              "ORDER BY updated_at DESC, id DESC LIMIT $2 OFFSET $3",
              SESSION_JSON);
     PGresult *res = tk_pg_query(c, sql, 4, p);
-    if (!tk_pg_ok(res)) {
-        app_respond_db_unavailable(r);
-    } else {
-        json_t *arr = rows_json(res);
-        int more = json_array_size(arr) > (size_t)limit;
-        if (more)
-            json_array_remove(arr, (size_t)limit);
-        tk_respond_json(r, 200, tk_json_obj("sessions", arr, "has_more", json_boolean(more), NULL));
-    }
+    respond_page(r, res, "sessions", limit);
     PQclear(res);
     app_db_release(c);
 }
@@ -239,27 +275,14 @@ static void h_list(tk_req *r, void *ud)
 static void h_get(tk_req *r, void *ud)
 {
     const char *id = tk_req_param(r, "id");
-    if (!tk_uuid_valid(id)) {
-        respond_not_found(r);
+    PGconn *c = acquire_for(r, id);
+    if (!c)
         return;
-    }
-    PGconn *c = app_db_acquire();
-    if (!c) {
-        app_respond_db_unavailable(r);
-        return;
-    }
     const char *p[] = {id, app_req_user(r)->id};
     char sql[200];
     snprintf(sql, sizeof sql, "SELECT %s FROM chat_sessions s WHERE id = $1 AND user_id = $2",
              SESSION_JSON);
-    PGresult *res = tk_pg_query(c, sql, 2, p);
-    if (!tk_pg_ok(res))
-        app_respond_db_unavailable(r);
-    else if (PQntuples(res) != 1)
-        respond_not_found(r);
-    else
-        tk_respond_json(r, 200, json_loads(PQgetvalue(res, 0, 0), 0, NULL));
-    PQclear(res);
+    respond_row(r, c, sql, 2, p);
     app_db_release(c);
 }
 
@@ -277,15 +300,9 @@ static void h_patch(tk_req *r, void *ud)
         tk_respond_error(r, 400, "INVALID_REQUEST", "give \"title\" and/or \"model\" to change");
         return;
     }
-    if (!tk_uuid_valid(id)) {
-        respond_not_found(r);
+    PGconn *c = acquire_for(r, id);
+    if (!c)
         return;
-    }
-    PGconn *c = app_db_acquire();
-    if (!c) {
-        app_respond_db_unavailable(r);
-        return;
-    }
     const char *p[] = {id, app_req_user(r)->id, title, model, clear_model ? "1" : "0"};
     char sql[400];
     snprintf(sql, sizeof sql,
@@ -293,14 +310,7 @@ static void h_patch(tk_req *r, void *ud)
              "model = CASE WHEN $5 = '1' THEN NULL ELSE coalesce($4, model) END, "
              "updated_at = now() WHERE id = $1 AND user_id = $2 RETURNING %s",
              SESSION_JSON);
-    PGresult *res = tk_pg_query(c, sql, 5, p);
-    if (!tk_pg_ok(res))
-        app_respond_db_unavailable(r);
-    else if (PQntuples(res) != 1)
-        respond_not_found(r);
-    else
-        tk_respond_json(r, 200, json_loads(PQgetvalue(res, 0, 0), 0, NULL));
-    PQclear(res);
+    respond_row(r, c, sql, 5, p);
     app_db_release(c);
 }
 
@@ -308,15 +318,9 @@ static void h_delete(tk_req *r, void *ud)
 {
     const char *id = tk_req_param(r, "id");
     const app_user *u = app_req_user(r);
-    if (!tk_uuid_valid(id)) {
-        respond_not_found(r);
+    PGconn *c = acquire_for(r, id);
+    if (!c)
         return;
-    }
-    PGconn *c = app_db_acquire();
-    if (!c) {
-        app_respond_db_unavailable(r);
-        return;
-    }
     const char *p[] = {id, u->id};
     PGresult *res =
         tk_pg_query(c, "DELETE FROM chat_sessions WHERE id = $1 AND user_id = $2", 2, p);
@@ -359,16 +363,7 @@ static void h_messages(tk_req *r, void *ud)
                                     "SELECT (to_jsonb(m) - 'session_id')::text FROM messages m "
                                     "WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
                                     3, p);
-        if (!tk_pg_ok(res)) {
-            app_respond_db_unavailable(r);
-        } else {
-            json_t *arr = rows_json(res);
-            int more = json_array_size(arr) > (size_t)limit;
-            if (more)
-                json_array_remove(arr, (size_t)limit);
-            tk_respond_json(r, 200,
-                            tk_json_obj("messages", arr, "has_more", json_boolean(more), NULL));
-        }
+        respond_page(r, res, "messages", limit);
         PQclear(res);
     }
     app_db_release(c);
