@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import { stopAll } from '../../lib/harness.mjs';
-import { KEY, startSandboxd } from '../sandboxd/sbx.mjs';
+import { EXECD_PORT, KEY, startSandboxd } from '../sandboxd/sbx.mjs';
 import { api, events, makeUser, messages, newSession, post, sse, startModels, startTusko, textOf, turn, until, untilTurnEnd } from './lib.mjs';
 
 const call = (name, args) => ({ steps: [{ tool_calls: [{ name, arguments: args }] }, { text: 'result: {{tool_result}}' }] });
@@ -28,6 +28,7 @@ const SCENARIOS = {
   'write-escape': call('write_file', { path: '../../etc/passwd', content: 'x' }),
   'sleep-long': call('execute_command', { command: 'sleep 30; echo finished' }),
   'echo-alive': call('execute_command', { command: 'echo alive' }),
+  'py-answer': call('execute_code', { code: '6 * 7' }),
 };
 
 describe('the sandbox lane', () => {
@@ -39,6 +40,9 @@ describe('the sandbox lane', () => {
     return r.json.items.filter((s) => !['Terminated', 'Failed', 'Stopping'].includes(s.status.state));
   };
   const remoteOf = async (user) => (await remote()).filter((s) => s.metadata && s.metadata.user === user.id);
+  // a call to a sandbox's execd through sandboxd's proxy, as tusko makes them
+  const execd = async (id, method, p, json) =>
+    sbx.api.call(method, `/v1/sandboxes/${id}/proxy/${EXECD_PORT}${p}`, json, { 'X-EXECD-ACCESS-TOKEN': await sbx.api.token(id) });
 
   before(async () => {
     ms = await startModels({ scenarios: SCENARIOS });
@@ -200,6 +204,48 @@ describe('the sandbox lane', () => {
     const list = await api(base, '/api/sandboxes', { headers: u.auth });
     assert.equal(list.json.live, 5);
     assert.equal(list.json.sandboxes.length, 5);
+  });
+
+  test('execd refusing a shell or a Python kernel: the tool says why, the sandbox is not gone, the next call makes one and keeps it', { timeout: 120000 }, async () => {
+    const u = makeUser(stack.pg);
+    const sid = await newSession(base, u);
+    await turn(base, u, sid, 'w #scenario:write-notes'); // a sandbox, no shell or kernel yet
+    const [sb] = await remoteOf(u);
+    const row = () => stack.pg.rows(`SELECT bash_session, code_context FROM sandboxes WHERE session_id = '${sid}' AND state = 'live'`);
+    assert.deepEqual(row(), [['', '']]);
+    const toolEnd = (t) => t.events.find((e) => e.event === 'tool_end').json;
+    for (const [kind, create, list, del, scenario, answer, want] of [
+      ['shell', ['/session', { cwd: '/workspace' }], (j) => j.session_id, (id) => `/session/${id}`, 'echo-alive', /alive/,
+        /^could not run it: execd refused to start a shell \(HTTP 429: (\d+) bash sessions are open, the limit \(EXECD_MAX_SESSIONS\) is \1; delete one first\)$/],
+      ['kernel', ['/code/context', { language: 'python' }], (j) => j.id, (id) => `/code/contexts/${id}`, 'py-answer', /42/,
+        /^could not run it: execd refused to start a Python kernel \(HTTP 429: (\d+) code contexts are open, the limit \(EXECD_MAX_CONTEXTS\) is \1; delete one first\)$/],
+    ]) {
+      // take every one execd has
+      const made = [];
+      for (;;) {
+        const r = await execd(sb.id, 'POST', ...create);
+        if (r.status === 429) break;
+        assert.equal(r.status, 200, `${kind}: ${r.text}`);
+        made.push(list(r.json));
+        assert.ok(made.length <= 64, `${kind}: execd has no limit`);
+      }
+      let t = await turn(base, u, sid, `x #scenario:${scenario}`);
+      assert.equal(t.end.state, 'done');
+      assert.equal(toolEnd(t).ok, false);
+      assert.match(toolEnd(t).result, want, kind);
+      assert.ok(!t.events.some((e) => e.event === 'sandbox_gone' || e.event === 'sandbox_spawn'), `${kind}: the sandbox is not gone`);
+      assert.deepEqual((await remoteOf(u)).map((s) => s.id), [sb.id]);
+      // one free: the next call makes it, and the chat keeps it (in its row, and across calls)
+      for (const id of made) assert.equal((await execd(sb.id, 'DELETE', del(id))).status, 200, kind);
+      t = await turn(base, u, sid, `x #scenario:${scenario}`);
+      assert.equal(toolEnd(t).ok, true, `${kind}: ${toolEnd(t).result}`);
+      assert.match(textOf(t.events), answer);
+      const kept = row()[0][kind === 'shell' ? 0 : 1];
+      assert.match(kept, /^[0-9a-f-]{32,36}$/, `${kind} kept in the row`);
+      t = await turn(base, u, sid, `x #scenario:${scenario}`);
+      assert.equal(toolEnd(t).ok, true);
+      assert.equal(row()[0][kind === 'shell' ? 0 : 1], kept, `${kind} reused`);
+    }
   });
 
   test('cancel stops the running command, and the shell stays usable', async () => {
