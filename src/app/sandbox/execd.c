@@ -84,49 +84,54 @@ static void persist_ids(sbx_handle *h)
     app_db_release(c);
 }
 
-static tk_status ensure_session(sbx_handle *h, char *err, size_t errlen)
-{
-    if (h->bash_session[0])
-        return TK_OK;
-    long status = 0;
-    json_t *out = NULL;
-    tk_status st =
-        execd_json(h, "POST", "/session", tk_json_obj("cwd", json_string("/workspace"), NULL),
-                   30000, &status, &out, err, errlen);
-    const char *sid = tk_json_str(out, "session_id");
-    if (st != TK_OK || status != 200 || !sid || !*sid || strlen(sid) >= sizeof h->bash_session) {
-        if (st == TK_OK)
-            snprintf(err, errlen, "execd refused to start a shell (HTTP %ld%s%s)", status,
-                     tk_json_str(out, "message") ? ": " : "", tk_json_str_or(out, "message", ""));
-        maybe_gone(h, status, out);
-        json_decref(out);
-        return TK_ERROR;
-    }
-    snprintf(h->bash_session, sizeof h->bash_session, "%s", sid);
-    json_decref(out);
-    persist_ids(h);
-    return TK_OK;
-}
+/* What a chat keeps in its sandbox across calls, made on first use: the bash
+ * session and the Python context. */
+typedef struct {
+    const char *path;      /* POST here ... */
+    const char *arg, *val; /* ... with the body {arg: val} */
+    long timeout_ms;
+    const char *id_key; /* the answer's member with the new id */
+    const char *what;   /* for the error: "execd refused to start <what>" */
+} execd_keep;
 
-static tk_status ensure_context(sbx_handle *h, char *err, size_t errlen)
+static const execd_keep SHELL = {
+    .path = "/session",
+    .arg = "cwd",
+    .val = "/workspace",
+    .timeout_ms = 30000,
+    .id_key = "session_id",
+    .what = "a shell",
+};
+static const execd_keep KERNEL = {
+    .path = "/code/context",
+    .arg = "language",
+    .val = "python",
+    .timeout_ms = 60000,
+    .id_key = "id",
+    .what = "a Python kernel",
+};
+
+/* Makes k unless slot (the handle's bash_session or code_context) has its id
+ * already; the new id goes into slot and the sandbox's row. */
+static tk_status ensure(sbx_handle *h, const execd_keep *k, char *slot, size_t slotlen, char *err,
+                        size_t errlen)
 {
-    if (h->code_context[0])
+    if (slot[0])
         return TK_OK;
     long status = 0;
     json_t *out = NULL;
-    tk_status st =
-        execd_json(h, "POST", "/code/context", tk_json_obj("language", json_string("python"), NULL),
-                   60000, &status, &out, err, errlen);
-    const char *id = tk_json_str(out, "id");
-    if (st != TK_OK || status != 200 || !id || !*id || strlen(id) >= sizeof h->code_context) {
+    tk_status st = execd_json(h, "POST", k->path, tk_json_obj(k->arg, json_string(k->val), NULL),
+                              k->timeout_ms, &status, &out, err, errlen);
+    const char *id = tk_json_str(out, k->id_key);
+    if (st != TK_OK || status != 200 || !id || !*id || strlen(id) >= slotlen) {
         if (st == TK_OK)
-            snprintf(err, errlen, "execd refused to start a Python kernel (HTTP %ld%s%s)", status,
+            snprintf(err, errlen, "execd refused to start %s (HTTP %ld%s%s)", k->what, status,
                      tk_json_str(out, "message") ? ": " : "", tk_json_str_or(out, "message", ""));
         maybe_gone(h, status, out);
         json_decref(out);
         return TK_ERROR;
     }
-    snprintf(h->code_context, sizeof h->code_context, "%s", id);
+    snprintf(slot, slotlen, "%s", id);
     json_decref(out);
     persist_ids(h);
     return TK_OK;
@@ -307,7 +312,8 @@ tk_status sbx_run_command(sbx_handle *h, const char *command, long timeout_ms, s
                           void *ud, sbx_exec_result *res)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
-        if (ensure_session(h, res->error, sizeof res->error) != TK_OK)
+        if (ensure(h, &SHELL, h->bash_session, sizeof h->bash_session, res->error,
+                   sizeof res->error) != TK_OK)
             return TK_ERROR;
         struct run_ctx x = {.res = res, .on_out = on_out, .ud = ud, .lines = 1};
         char path[256];
@@ -369,7 +375,8 @@ tk_status sbx_run_code(sbx_handle *h, const char *code, long timeout_ms, sbx_out
                        void *ud, sbx_exec_result *res)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
-        if (ensure_context(h, res->error, sizeof res->error) != TK_OK)
+        if (ensure(h, &KERNEL, h->code_context, sizeof h->code_context, res->error,
+                   sizeof res->error) != TK_OK)
             return TK_ERROR;
         struct run_ctx x = {.res = res, .on_out = on_out, .ud = ud};
         long status = 0;
