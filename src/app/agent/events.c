@@ -327,21 +327,54 @@ static void sub_on_close(void *ud)
 
 /* ------------------------------------------------------- database reads */
 
-/* Writes the session's events after `after` to a blocking stream write (replay)
- * or, with s, through the hub's ordered delivery (catch-up). Returns the last
- * seq written, or -1 on a database error. */
-static int64_t replay(PGconn *c, const char *sid, int64_t after, tk_stream *stream, struct sub *s)
+/* The "history" frame of a ?turns= replay: {"type":"history","earlier":
+ * whether the chat has events before the range, "before": the seq of the
+ * range's first event (first; 0 for an empty range, sent as null)}. Written
+ * just before that event, or alone for an empty range; it has no id, so a
+ * client's Last-Event-ID is not touched by it. */
+struct replay_head {
+    int pending; /* still to be written */
+    int earlier;
+};
+
+static tk_status head_write(tk_stream *stream, struct replay_head *h, int64_t first)
+{
+    h->pending = 0;
+    char data[128], num[24];
+    snprintf(num, sizeof num, "%lld", (long long)first);
+    int n = snprintf(data, sizeof data, "{\"type\":\"history\",\"earlier\":%s,\"before\":%s}",
+                     h->earlier ? "true" : "false", first > 0 ? num : "null");
+    tk_buf frame;
+    tk_buf_init(&frame, 512);
+    tk_status st = tk_sse_format(&frame, NULL, "history", data, (size_t)n);
+    if (st == TK_OK)
+        st = tk_stream_write(stream, frame.data, frame.len);
+    tk_buf_free(&frame);
+    return st;
+}
+
+/* Writes the session's events after `after` (and, when before > 0, before
+ * `before`) to a blocking stream write (replay; with head, the history frame
+ * first) or, with s, through the hub's ordered delivery (catch-up). Returns
+ * the last seq written, or -1 on a database error. */
+static int64_t replay(PGconn *c, const char *sid, int64_t after, int64_t before, tk_stream *stream,
+                      struct sub *s, struct replay_head *head)
 {
     for (;;) {
-        char a[24];
+        char a[24], b[24];
         snprintf(a, sizeof a, "%lld", (long long)after);
-        const char *p[] = {sid, a};
+        snprintf(b, sizeof b, "%lld", (long long)(before > 0 ? before : INT64_MAX));
+        const char *p[] = {sid, a, b};
         PGresult *r = tk_pg_query(c,
                                   "SELECT seq, type, data FROM events WHERE session_id = $1 "
-                                  "AND seq > $2 ORDER BY seq LIMIT 500",
-                                  2, p);
+                                  "AND seq > $2 AND seq < $3 ORDER BY seq LIMIT 500",
+                                  3, p);
         if (!tk_pg_ok(r)) {
             PQclear(r);
+            /* still say what is known: with earlier turns the range starts
+             * at after + 1 (the N-th last turn_start) */
+            if (head && head->pending)
+                head_write(stream, head, head->earlier ? after + 1 : 0);
             return -1;
         }
         int n = PQntuples(r);
@@ -355,7 +388,8 @@ static int64_t replay(PGconn *c, const char *sid, int64_t after, tk_stream *stre
                               (size_t)PQgetlength(r, i, 2)))
                 continue;
             if (stream) {
-                if (tk_stream_write(stream, frame.data, frame.len) != TK_OK) {
+                if ((head && head->pending && head_write(stream, head, seq) != TK_OK) ||
+                    tk_stream_write(stream, frame.data, frame.len) != TK_OK) {
                     tk_buf_free(&frame);
                     PQclear(r);
                     return after;
@@ -369,8 +403,11 @@ static int64_t replay(PGconn *c, const char *sid, int64_t after, tk_stream *stre
         }
         tk_buf_free(&frame);
         PQclear(r);
-        if (n < REPLAY_PAGE)
+        if (n < REPLAY_PAGE) {
+            if (head && head->pending)
+                head_write(stream, head, 0); /* an empty range */
             return after;
+        }
     }
 }
 
@@ -786,7 +823,7 @@ static void catch_up_session(PGconn *c, const char *sid)
         int64_t from = subs[i]->last_seq;
         subs[i]->gap = 0;
         pthread_mutex_unlock(&hub_lock);
-        replay(c, sid, from, NULL, subs[i]);
+        replay(c, sid, from, 0, NULL, subs[i], NULL);
         pthread_mutex_lock(&hub_lock);
         sub_unref_locked(subs[i]);
         pthread_mutex_unlock(&hub_lock);
@@ -966,7 +1003,43 @@ void agent_events_stop(void)
 
 /* ---------------------------------------------------------------- route */
 
-/* GET /api/sessions/{id}/events[?after=N][&follow=0] with Last-Event-ID */
+#define TURNS_MAX 200 /* ?turns= */
+
+/* Where a replay of the last `turns` turns before `before` (0: up to now)
+ * starts: *after, the seq to replay after; *earlier, whether the chat has
+ * events before the range. One lookup through the partial index
+ * events_turn_start: turns + 1 entries, whatever the turns hold. */
+static tk_status turns_start(PGconn *c, const char *sid, int64_t turns, int64_t before,
+                             int64_t *after, int *earlier)
+{
+    char b[24], lim[24];
+    snprintf(b, sizeof b, "%lld", (long long)(before > 0 ? before : INT64_MAX));
+    snprintf(lim, sizeof lim, "%lld", (long long)turns + 1);
+    const char *p[] = {sid, b, lim};
+    /* type is a literal: the planner matches the partial index's predicate */
+    PGresult *r = tk_pg_query(c,
+                              "SELECT seq FROM events WHERE session_id = $1 AND type = "
+                              "'turn_start' AND seq < $2 ORDER BY seq DESC LIMIT $3",
+                              3, p);
+    if (!tk_pg_ok(r)) {
+        PQclear(r);
+        return TK_ERROR;
+    }
+    *after = 0; /* N turns or fewer: from the beginning, with what came before the first */
+    *earlier = 0;
+    if (PQntuples(r) > turns) {
+        /* a turn before the N-th: the range starts at the N-th's turn_start */
+        int64_t seq = 1;
+        tk_parse_i64(PQgetvalue(r, (int)turns - 1, 0), 1, INT64_MAX, &seq);
+        *after = seq - 1;
+        *earlier = 1;
+    }
+    PQclear(r);
+    return TK_OK;
+}
+
+/* GET /api/sessions/{id}/events[?after=N][&turns=N][&before=SEQ][&follow=0]
+ * with Last-Event-ID (which, like after, takes precedence over turns) */
 static void h_events(tk_req *r, void *ud)
 {
     int64_t after = 0;
@@ -978,8 +1051,28 @@ static void h_events(tk_req *r, void *ud)
                          "Last-Event-ID / \"after\" must be an event number (an integer >= 0)");
         return;
     }
+    int64_t turns = 0, before = 0;
+    const char *tq = tk_req_query(r, "turns");
+    if (tq && tk_parse_i64(tq, 1, TURNS_MAX, &turns) != TK_OK) {
+        tk_respond_error(r, 400, "INVALID_REQUEST", "\"turns\" must be an integer from 1 to %d",
+                         TURNS_MAX);
+        return;
+    }
+    const char *bq = tk_req_query(r, "before");
+    if (bq && tk_parse_i64(bq, 1, INT64_MAX, &before) != TK_OK) {
+        tk_respond_error(r, 400, "INVALID_REQUEST",
+                         "\"before\" must be an event number (an integer >= 1)");
+        return;
+    }
     const char *f = tk_req_query(r, "follow");
     int follow = !(f && (strcmp(f, "0") == 0 || strcmp(f, "false") == 0));
+    if (bq && follow) {
+        tk_respond_error(r, 400, "INVALID_REQUEST",
+                         "\"before\" needs follow=0: a range that ends before an event is "
+                         "not followed live");
+        return;
+    }
+    int by_turns = tq && !v; /* Last-Event-ID / after: resume exactly there */
     PGconn *c = app_db_acquire();
     if (!c) {
         app_respond_db_unavailable(r);
@@ -988,6 +1081,12 @@ static void h_events(tk_req *r, void *ud)
     const char *sid = app_req_session(r, c);
     if (!sid) {
         app_db_release(c);
+        return;
+    }
+    struct replay_head head = {.pending = by_turns};
+    if (by_turns && turns_start(c, sid, turns, before, &after, &head.earlier) != TK_OK) {
+        app_db_release(c);
+        app_respond_db_unavailable(r);
         return;
     }
     tk_stream *stream = tk_respond_sse(r);
@@ -1007,7 +1106,7 @@ static void h_events(tk_req *r, void *ud)
         pthread_mutex_unlock(&hub_lock);
         tk_stream_on_close(stream, sub_on_close, s);
     }
-    int64_t last = replay(c, sid, after, stream, NULL);
+    int64_t last = replay(c, sid, after, before, stream, NULL, by_turns ? &head : NULL);
     app_db_release(c);
     if (!follow) {
         tk_stream_close(stream);

@@ -20,7 +20,10 @@
  * Every event's data is a JSON object {"type","turn_id","at",...payload}; the
  * SSE frame is "id: <seq>\nevent: <type>\ndata: <json>". Types are listed in
  * docs/AGENT.md (text, turn_start, plan, plan_update, tool_start, tool_output,
- * tool_end, sandbox_spawn, sandbox_gone, error, turn_end).
+ * tool_end, sandbox_spawn, sandbox_gone, error, turn_end). A replay asked for
+ * by turns (?turns=N: from the N-th last turn_start) starts with one frame
+ * without an id, "event: history", saying whether earlier events exist and
+ * the seq the replayed range starts at (docs/API.md).
  */
 #ifndef APP_AGENT_EVENTS_H
 #define APP_AGENT_EVENTS_H
