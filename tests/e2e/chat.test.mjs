@@ -1,12 +1,12 @@
 // The web UI end to end, without a sandbox service (execution is off):
 // serving and security headers, sign-in and sign-out, the sidebar, streaming,
-// stop, errors with retry, Markdown, reload mid-turn, and model output that
-// tries to inject script. Real Postgres, real tusko, the scripted model
-// server, Debian's Chromium.
+// stop, errors with retry, Markdown, reload mid-turn, model output that
+// tries to inject script, and a long chat shown a page of turns at a time.
+// Real Postgres, real tusko, the scripted model server, Debian's Chromium.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { stopAll } from '../lib/harness.mjs';
+import { api, runProgram, sse, stopAll } from '../lib/harness.mjs';
 import { lastTurnDone, launchBrowser, newPage, screenshot, send, signIn, startStack } from './lib.mjs';
 
 const WORDS = Array.from({ length: 24 }, (_, i) => `word${i + 1}`);
@@ -15,6 +15,9 @@ const scenarios = {
   'ui-slow': { steps: [{ text: WORDS.join(' '), split: 'words', chunk_delay_ms: 120 }] },
   'ui-long': { steps: [{ text: WORDS.join(' '), split: 'words', chunk_delay_ms: 200 }] },
   'ui-reload': { steps: [{ text: WORDS.concat(WORDS.map((w) => `${w}b`)).join(' '), split: 'words', chunk_delay_ms: 200 }] },
+  // (several paragraphs: taller once rendered than the empty answer before, so
+  // showing earlier turns before their Markdown is on screen would move the page)
+  'ui-short': { steps: [{ text: 'Short answer to {{last_user}}\n\nA second paragraph.\n\n- and\n- a list' }] },
   'ui-fail': { steps: [{ error: { status: 500, message: 'the model fell over' } }] },
   'ui-markdown': {
     steps: [
@@ -82,7 +85,8 @@ let stack, browser;
 const EMAIL = 'ada@example.com';
 
 before(async () => {
-  stack = await startStack({ scenarios, tag: 'e2e_chat' });
+  // (the long chat's 65 turns in a row: above the default 30 chat requests a minute)
+  stack = await startStack({ scenarios, tag: 'e2e_chat', env: { CHAT_RATE_LIMIT_MAX: '1000' } });
   stack.addUser(EMAIL);
   stack.addUser('bob@example.com');
   browser = await launchBrowser();
@@ -445,6 +449,96 @@ describe('sidebar', () => {
     clean(problems);
     await context.close();
   });
+});
+
+describe('a long chat', () => {
+  const N = 65; // three pages of 30: 36–65 on opening, then 6–65, then all
+  let sid;
+  let total = N; // each test adds a turn at the end
+  const question = (i) => `Question ${i} #scenario:ui-short`;
+
+  before(async () => {
+    // the turns go through the API (a token of the user's), one after another
+    const email = 'long@example.com';
+    stack.addUser(email);
+    const t = runProgram('tusko', ['token', 'create', '--email', email], { env: { DATABASE_URL: stack.pg.url } });
+    assert.equal(t.code, 0, t.stderr);
+    const auth = { authorization: `Bearer ${t.stdout.trim()}` };
+    const made = await api(stack.base, '/api/sessions', { json: { title: 'A long chat' }, headers: auth });
+    assert.equal(made.status, 201, made.text);
+    sid = made.json.id;
+    for (let i = 1; i <= N; i++) {
+      const r = await api(stack.base, `/api/sessions/${sid}/messages`, { json: { content: question(i) }, headers: auth });
+      assert.equal(r.status, 202, r.text);
+      const end = await sse(stack.base, `/api/sessions/${sid}/events?turns=1`, {
+        headers: auth,
+        until: (e) => e.event === 'turn_end' && e.json.turn_id === r.json.turn_id,
+      });
+      assert.equal(end.events.at(-1).json.state, 'done', `turn ${i}`);
+    }
+  });
+
+  // The questions shown, in order, and where the one named is on the screen.
+  const bubbles = (page) => page.locator('.thread .msg.user .bubble').allInnerTexts();
+  const topOf = (page, i) => page.locator('.thread .msg.user .bubble', { hasText: new RegExp(`^Question ${i} #`) }).evaluate((el) => el.getBoundingClientRect().top);
+  const range = (a, b) => Array.from({ length: b - a + 1 }, (_, k) => question(a + k));
+
+  for (const [viewport, theme, how] of [
+    ['desktop', 'light', 'keyboard'],
+    ['phone', 'dark', 'tap'],
+  ])
+    test(`opens at its last 30 turns; "Show earlier messages" adds the earlier ones above without moving the turn on screen (${viewport}, ${theme}, ${how})`, async () => {
+      const { context, page, problems } = await newPage(browser, { viewport, theme });
+      await signIn(page, stack.base, 'long@example.com');
+      await page.goto(`${stack.base}/c/${sid}`);
+      await page.locator('.thread .msg.user').nth(29).waitFor();
+      await page.locator('.thread article.turn[data-state="done"] .segment', { hasText: `Short answer to ${question(total)}` }).waitFor();
+      await page.waitForFunction(() => [...document.querySelectorAll('.thread article.turn .segment')].every((el) => el.textContent.trim()));
+      assert.deepEqual(await bubbles(page), range(total - 29, total), 'the last 30 turns');
+      assert.equal(await page.locator('.thread article.turn').count(), 30);
+      const btn = page.getByRole('button', { name: 'Show earlier messages' });
+      await btn.waitFor();
+      for (let pageNo = 1; pageNo <= 2; pageNo++) {
+        // the reader scrolls to the top and reads the first turn shown
+        const first = pageNo === 1 ? total - 29 : total - 59;
+        await page.locator('#messages').evaluate((el) => (el.scrollTop = 0));
+        await page.waitForFunction(() => document.querySelector('#messages').scrollTop === 0);
+        const top0 = await topOf(page, first);
+        if (pageNo === 1) await screenshot(page, `earlier-${viewport}-${theme}`);
+        if (how === 'keyboard') {
+          await btn.focus();
+          await page.keyboard.press('Enter');
+        } else {
+          await btn.click();
+        }
+        const want = pageNo === 1 ? range(total - 59, total) : range(1, total);
+        await page.waitForFunction((n) => document.querySelectorAll('.thread .msg.user').length === n, want.length);
+        assert.deepEqual(await bubbles(page), want, `page ${pageNo}: earlier turns above, in order`);
+        // the earlier answers are rendered, and what the reader was reading has not moved
+        assert.equal(await page.locator('.thread article.turn .segment').count(), want.length);
+        await page.waitForFunction(() => [...document.querySelectorAll('.thread article.turn .segment')].every((el) => el.textContent.trim()));
+        assert.ok(Math.abs((await topOf(page, first)) - top0) <= 1, `page ${pageNo}: the turn on screen moved from ${top0} to ${await topOf(page, first)}`);
+        assert.ok((await page.locator('#messages').evaluate((el) => el.scrollTop)) > 0, 'the earlier turns are above, out of sight');
+        if (pageNo === 1) {
+          assert.ok(await btn.isVisible(), 'more earlier turns: the button stays');
+          if (how === 'keyboard') assert.equal(await page.evaluate(() => document.activeElement.className), 'btn small earlier-btn', 'the focus stays on the button');
+        }
+      }
+      assert.equal(await page.locator('.earlier-btn').isVisible(), false, 'no earlier turns: the button is gone');
+      assert.notEqual(await page.evaluate(() => document.activeElement.tagName), 'BODY', 'the focus is not dropped');
+      assert.equal(await page.locator('#announcer').innerText(), 'Earlier messages shown: this is the start of the chat.');
+      if (viewport === 'phone') {
+        const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+        assert.ok(overflow <= 0, `page scrolls sideways by ${overflow}px`);
+      }
+      // the live part still works: a new message streams in at the end
+      total++;
+      await send(page, question(total));
+      await page.locator('.thread article.turn[data-state="done"] .segment', { hasText: `Short answer to ${question(total)}` }).waitFor();
+      assert.deepEqual(await bubbles(page), range(1, total));
+      clean(problems);
+      await context.close();
+    });
 });
 
 describe('screens', () => {

@@ -1,15 +1,19 @@
 // The conversation of one chat session, drawn from its event stream
 // (GET /api/sessions/{id}/events, Server-Sent Events numbered per session).
 // Every event is stored by the server before anyone sees it, so opening a
-// chat replays its whole history from event 0 and then follows it live; a
+// chat replays its last TURNS_PAGE turns (?turns=) and then follows it live; a
 // dropped connection resumes with Last-Event-ID (EventSource does that), and
-// a reload in the middle of a turn picks the turn up where it is.
-import { ApiError } from './api.js';
+// a reload in the middle of a turn picks the turn up where it is. The first
+// frame ("history") says whether earlier turns exist and where they end;
+// "Show earlier messages" fetches them a page at a time (follow=0) and puts
+// them above, keeping what the reader was looking at where it was.
+import { ApiError, api } from './api.js';
 import { PlanCard, SubagentView, ToolCard, errorCard, goneNotice, spawnNotice } from './cards.js';
 import { $, clear, fmtDuration, h, icon } from './html.js';
-import { MarkdownView } from './markdown.js';
+import { MarkdownView, captureViews } from './markdown.js';
 
 const EVENT_TYPES = ['turn_start', 'text', 'plan', 'plan_update', 'tool_start', 'tool_output', 'tool_end', 'sandbox_spawn', 'sandbox_gone', 'error', 'subagent_start', 'subagent_end', 'turn_end'];
+const TURNS_PAGE = 30; // turns shown on opening a chat, and per "Show earlier messages"
 const FILE_TOOLS = /^(write_file|execute_command|execute_code|run_python|create_|edit_file|delete_file|upload)/;
 
 class Turn {
@@ -86,7 +90,12 @@ export class ChatView {
     this.thread = h('div.thread');
     this.empty = null;
     this.jump = h('button.jump', { type: 'button', hidden: true, onclick: () => this.scrollToEnd(true) }, icon('down'), 'Latest');
-    root.append(this.thread);
+    this.earlierBtn = h('button.btn.small.earlier-btn', { type: 'button', onclick: () => this.loadEarlier() }, icon('down', 'up'), h('span', { text: 'Show earlier messages' }));
+    this.earlierNote = h('span.earlier-note.error', { role: 'alert' });
+    this.earlierBar = h('div.earlier', { hidden: true }, this.earlierBtn, this.earlierNote);
+    this.sink = this.thread; // where new turns and notices go (a batch of history: its page)
+    this.paging = false; // applying a batch of earlier turns: no live side effects
+    root.append(this.earlierBar, this.thread);
     root.parentElement.append(this.jump);
     this.stick = true;
     root.addEventListener('scroll', () => {
@@ -107,6 +116,10 @@ export class ChatView {
     this.active = null;
     this.plan = null;
     this.pendingUser = null;
+    if (this.earlierLoad) this.earlierLoad.abort();
+    this.earlierLoad = null;
+    this.historyKnown = false;
+    this.setEarlier(null);
     clear(this.thread);
     this.stick = true;
     this.jump.hidden = true;
@@ -114,15 +127,17 @@ export class ChatView {
   }
 
   showEmpty(node) {
+    this.setEarlier(null);
     clear(this.thread);
     this.thread.append(node);
   }
 
   open(sessionId) {
     this.reset(sessionId);
-    const es = new EventSource(`/api/sessions/${encodeURIComponent(sessionId)}/events?after=0`);
+    const es = new EventSource(`/api/sessions/${encodeURIComponent(sessionId)}/events?turns=${TURNS_PAGE}`);
     this.es = es;
     for (const t of EVENT_TYPES) es.addEventListener(t, (e) => this.onMessage(e));
+    es.addEventListener('history', (e) => this.onHistory(e));
     es.onmessage = (e) => this.onMessage(e);
     es.onopen = () => this.connection(true);
     es.onerror = () => {
@@ -164,13 +179,125 @@ export class ChatView {
     this.handle(e.type === 'message' ? data.type : e.type, data);
   }
 
+  // The replay's first frame (no id): are there turns before it, and where do
+  // they end. Only a replay from scratch sends one; a resumed stream
+  // (Last-Event-ID) does not, and one after events were seen is stale.
+  onHistory(e) {
+    if (this.historyKnown || this.lastSeq) return;
+    let data;
+    try {
+      data = JSON.parse(e.data);
+    } catch {
+      return;
+    }
+    this.historyKnown = true;
+    this.setEarlier(data.earlier ? data.before : null);
+  }
+
+  // before: the seq the earlier turns end before (null: none).
+  setEarlier(before) {
+    this.before = Number.isSafeInteger(before) && before > 0 ? before : null;
+    this.earlierBar.hidden = this.before === null;
+    this.earlierBtn.removeAttribute('aria-disabled');
+    this.earlierBtn.lastChild.textContent = 'Show earlier messages';
+    this.earlierNote.textContent = '';
+  }
+
+  // Fetches the TURNS_PAGE turns before this.before (a replay that ends:
+  // follow=0), renders them out of sight, waits for their Markdown, then puts
+  // them above the conversation and scrolls by what was added, so the turn on
+  // screen stays exactly where it was.
+  async loadEarlier() {
+    if (this.earlierLoad || this.before === null) return;
+    const ac = new AbortController();
+    this.earlierLoad = ac;
+    const btn = this.earlierBtn;
+    btn.setAttribute('aria-disabled', 'true'); // (not disabled: the button keeps the focus)
+    btn.lastChild.textContent = 'Loading earlier messages…';
+    this.earlierNote.textContent = '';
+    const page = h('div', { hidden: true });
+    try {
+      const res = await api(`/api/sessions/${encodeURIComponent(this.sessionId)}/events?turns=${TURNS_PAGE}&before=${this.before}&follow=0`, {
+        headers: { Accept: 'text/event-stream' },
+        signal: ac.signal,
+        raw: true,
+      });
+      const frames = parseSSE(await res.text());
+      if (this.earlierLoad !== ac) return; // another chat was opened meanwhile
+      const head = frames[0] && frames[0].event === 'history' ? JSON.parse(frames[0].data) : null;
+      if (!head) throw new Error('the server did not say what came before');
+      this.root.prepend(page); // (out of sight, and before the thread in the document's order)
+      const views = captureViews(() => this.applyPage(page, frames.slice(1)));
+      await Promise.race([Promise.all(views.map((v) => v.rendered())), sleep(10000)]);
+      await Promise.all([...page.querySelectorAll('img')].map((img) => img.decode().catch(() => {})));
+      if (this.earlierLoad !== ac) return;
+      this.earlierLoad = null;
+      // (a boundary that does not move back would page for ever)
+      this.prepend(page, head.earlier && head.before < this.before ? head.before : null);
+    } catch (e) {
+      if (this.earlierLoad !== ac) return;
+      this.earlierLoad = null;
+      btn.removeAttribute('aria-disabled');
+      btn.lastChild.textContent = 'Show earlier messages';
+      this.earlierNote.textContent = `Could not load earlier messages: ${e.message}`;
+    } finally {
+      page.remove();
+    }
+  }
+
+  // Folds a batch of earlier events into page (turns of their own, none of
+  // the live side effects: no active turn, no pending message, no plan swap).
+  applyPage(page, frames) {
+    const live = { turns: this.turns, plan: this.plan };
+    this.turns = new Map();
+    this.plan = null;
+    this.sink = page;
+    this.paging = true;
+    let last = 0;
+    try {
+      for (const f of frames) {
+        const seq = Number(f.id);
+        if (!seq || seq <= last || seq >= this.before) continue;
+        last = seq;
+        let data;
+        try {
+          data = JSON.parse(f.data);
+        } catch {
+          continue;
+        }
+        this.handle(f.event === 'message' ? data.type : f.event, data);
+      }
+    } finally {
+      // the map stays in the order of the conversation (the trace's latest turn is its last)
+      this.turns = new Map([...this.turns, ...live.turns]);
+      this.plan = live.plan;
+      this.sink = this.thread;
+      this.paging = false;
+    }
+  }
+
+  // Puts a rendered page above the conversation without moving what is on
+  // screen: the first element below the insertion keeps its place.
+  prepend(page, before) {
+    const anchor = this.thread.firstElementChild;
+    const top0 = anchor ? anchor.getBoundingClientRect().top : 0;
+    const hadFocus = this.earlierBtn === document.activeElement;
+    this.stick = false; // the resize that follows is not new output to follow
+    this.thread.prepend(...page.childNodes);
+    this.setEarlier(before);
+    if (anchor) this.root.scrollTop += anchor.getBoundingClientRect().top - top0;
+    if (hadFocus && this.before === null) this.root.focus({ preventScroll: true });
+    const live = $('#announcer');
+    if (live) live.textContent = this.before === null ? 'Earlier messages shown: this is the start of the chat.' : 'Earlier messages shown.';
+  }
+
   turnFor(id) {
-    if (!id) return this.active;
+    if (!id) return this.paging ? null : this.active;
     let t = this.turns.get(id);
     if (!t) {
       t = new Turn(id, this);
       this.turns.set(id, t);
-      this.thread.append(t.el);
+      this.sink.append(t.el);
     }
     return t;
   }
@@ -180,7 +307,7 @@ export class ChatView {
     if (type === 'turn_start') return this.onTurnStart(ev);
     if (!ev.turn_id && (type === 'sandbox_spawn' || type === 'sandbox_gone')) {
       // outside any turn (an upload started the sandbox): a notice in the chat
-      this.thread.append(h('div.session-notice', {}, type === 'sandbox_spawn' ? spawnNotice(ev) : goneNotice(ev)));
+      this.sink.append(h('div.session-notice', {}, type === 'sandbox_spawn' ? spawnNotice(ev) : goneNotice(ev)));
       return;
     }
     const t = this.turnFor(ev.turn_id);
@@ -221,7 +348,7 @@ export class ChatView {
         const card = t.cards.get(ev.call_id);
         if (card) card.end(ev);
         if (card && ev.ok === false && !card.el.isConnected) t.add(card.el);
-        if (ev.ok !== false && FILE_TOOLS.test(ev.name || '')) this.opts.onFilesChanged();
+        if (ev.ok !== false && FILE_TOOLS.test(ev.name || '') && !this.paging) this.opts.onFilesChanged();
         break;
       }
       case 'sandbox_spawn': {
@@ -247,6 +374,7 @@ export class ChatView {
       }
       case 'turn_end':
         t.end(ev);
+        if (this.paging) break;
         if (this.active === t) {
           // screen readers hear that the answer is complete, not every word of it
           const said = { done: 'Tusko answered.', cancelled: 'The answer was stopped.', failed: `The answer failed: ${ev.error || ''}` }[t.state] || '';
@@ -294,7 +422,7 @@ export class ChatView {
         break;
       case 'tool_end':
         if (card) card.end(ev);
-        if (ev.ok !== false && FILE_TOOLS.test(ev.name || '')) this.opts.onFilesChanged();
+        if (ev.ok !== false && FILE_TOOLS.test(ev.name || '') && !this.paging) this.opts.onFilesChanged();
         break;
       case 'sandbox_spawn':
         if (card) card.el.before(spawnNotice(ev));
@@ -317,7 +445,7 @@ export class ChatView {
 
   onTurnStart(ev) {
     let userEl = null;
-    if (this.pendingUser && !this.pendingUser.turnId && this.pendingUser.content === ev.content) {
+    if (!this.paging && this.pendingUser && !this.pendingUser.turnId && this.pendingUser.content === ev.content) {
       userEl = this.pendingUser.el;
       this.pendingUser.turnId = ev.turn_id;
       userEl.classList.remove('pending');
@@ -327,11 +455,12 @@ export class ChatView {
     if (!userEl) {
       userEl = userBubble(ev.content || '');
       if (existing) existing.el.before(userEl);
-      else this.thread.append(userEl);
+      else this.sink.append(userEl);
     }
     const t = existing || this.turnFor(ev.turn_id);
     t.userEl = userEl;
     t.content = ev.content || '';
+    if (this.paging) return;
     if (t.state === 'running') this.setActive(t);
     if (this.pendingUser && this.pendingUser.turnId === ev.turn_id) this.pendingUser = null;
   }
@@ -379,6 +508,33 @@ export class ChatView {
     this.stick = true;
     this.jump.hidden = true;
   }
+}
+
+// Server-Sent Events text (a whole response) → [{id, event, data}], each
+// frame with its own id ('' without one); comments (heartbeats) are skipped.
+function parseSSE(text) {
+  const out = [];
+  let cur = { id: '', event: '', data: [] };
+  for (const line of text.split(/\r\n|\n|\r/)) {
+    if (line === '') {
+      if (cur.data.length) out.push({ id: cur.id, event: cur.event || 'message', data: cur.data.join('\n') });
+      cur = { id: '', event: '', data: [] };
+      continue;
+    }
+    if (line.startsWith(':')) continue;
+    const c = line.indexOf(':');
+    const field = c < 0 ? line : line.slice(0, c);
+    let value = c < 0 ? '' : line.slice(c + 1);
+    if (value.startsWith(' ')) value = value.slice(1);
+    if (field === 'data') cur.data.push(value);
+    else if (field === 'event') cur.event = value;
+    else if (field === 'id') cur.id = value;
+  }
+  return out;
+}
+
+function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 function userBubble(text) {

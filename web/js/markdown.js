@@ -12,6 +12,20 @@ import { highlightCode } from './highlight.js';
 
 const dirty = new Set();
 let inflight = false;
+let captured = null; // the views made inside captureViews()
+
+// Runs fn and returns the Markdown views it made (to wait until a batch of
+// history is rendered before showing it: see ChatView.loadEarlier).
+export function captureViews(fn) {
+  const prev = captured;
+  captured = [];
+  try {
+    fn();
+    return captured;
+  } finally {
+    captured = prev;
+  }
+}
 
 function schedule(view) {
   dirty.add(view);
@@ -44,6 +58,7 @@ export class MarkdownView {
     this.shown = null; // the text the DOM shows
     this.blocks = []; // [{src, node}]
     this.onrender = null;
+    if (captured) captured.push(this);
   }
 
   set(text) {
