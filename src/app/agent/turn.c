@@ -44,6 +44,7 @@ typedef struct turn {
     char state[16], err_code[40], err[512];
     int steps, tool_calls;
     int64_t in_tokens, out_tokens;
+    json_t *end_ev; /* turn_end's data, emitted once the end is stored */
     struct turn *next;
 } turn;
 
@@ -72,6 +73,7 @@ static void turn_free(turn *t)
         agent_run_free(t->run);
     agent_trace_free(t->trace);
     json_decref(t->history);
+    json_decref(t->end_ev);
     agent_memory_offer_free(&t->mem);
     free(t->content);
     free(t);
@@ -112,9 +114,14 @@ static void finish_work(void *ud)
     app_db_release(c);
 }
 
+/* turn_end goes out after tusko_turn_finish has stored the end, so a client
+ * that sends its next message on seeing it finds the chat free (not 409
+ * TURN_IN_PROGRESS) */
 static void finish_then(void *ud)
 {
     turn *t = ud;
+    agent_event_emit(t->session_id, t->id, "turn_end", t->end_ev);
+    t->end_ev = NULL;
     turn_unlink(t);
     turn_free(t);
 }
@@ -144,7 +151,7 @@ static void turn_end(turn *t, const char *state, const char *code, const char *m
         json_object_set_new(ev, "error_code", json_string(code));
         json_object_set_new(ev, "error", json_string(msg ? msg : ""));
     }
-    agent_event_emit(t->session_id, t->id, "turn_end", ev);
+    t->end_ev = ev;
     tk_info("turn", "msg=\"turn ended\" turn=%s state=%s steps=%d tools=%d ms=%lld code=%s", t->id,
             state, t->steps, t->tool_calls, (long long)ms, code && *code ? code : "-");
     if (tk_workpool_submit_then(agent_db_pool(), agent_loop(), finish_work, finish_then, t) !=

@@ -4,6 +4,7 @@
 // what the model server recorded (allowlist, 200-message window, 8,000-char
 // system prompt, rate limit, step budget, time limit); cancellation; isolation.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 
 import { stopAll } from '../../lib/harness.mjs';
@@ -47,6 +48,7 @@ const SCENARIOS = {
   'slow-long': {
     steps: [{ text: Array.from({ length: 40 }, (_, i) => `w${i}`).join(' '), chunk_delay_ms: 150 }],
   },
+  slowish: { steps: [{ text: Array.from({ length: 8 }, (_, i) => `s${i}`).join(' '), chunk_delay_ms: 120 }] },
   'quick-echo': { steps: [{ text: 'sys={{system_length}} n={{message_count}} tools={{tools}}' }] },
 };
 
@@ -264,6 +266,45 @@ describe('turns', () => {
     assert.equal(c2.json.cancelled, false);
     const t2 = await turn(base, alice, sid, 'again #scenario:text');
     assert.equal(t2.end.state, 'done');
+  });
+
+  test('turn_end goes out only once the end is stored: a message sent on seeing it is accepted', async () => {
+    const sid = await newSession(base, alice);
+    const r = await post(base, alice, sid, 'one #scenario:slowish');
+    assert.equal(r.status, 202);
+    const turnId = r.json.turn_id;
+    let locker;
+    let lockedAt = 0;
+    let sent;
+    let endAt = 0;
+    await sse(base, `/api/sessions/${sid}/events`, {
+      headers: alice.auth,
+      timeoutMs: 30000,
+      until: (e) => {
+        if (e.event === 'text' && !locker) {
+          // while the turn streams, hold its row for 2 s (NO KEY: the messages' and spans'
+          // foreign keys still pass): storing the end waits for it
+          locker = spawn('/usr/lib/postgresql/15/bin/psql', ['-X', '-q', stack.pg.url, '-c', `BEGIN; SELECT 1 FROM turns WHERE id = '${turnId}' FOR NO KEY UPDATE; SELECT pg_sleep(2); COMMIT;`]);
+          lockedAt = Date.now();
+        }
+        if (e.event === 'turn_end' && e.json.turn_id === turnId) {
+          endAt = Date.now();
+          sent = post(base, alice, sid, 'two #scenario:text'); // at once, from the event's callback
+          return true;
+        }
+        return false;
+      },
+    });
+    assert.ok(locker, 'the turn streamed text');
+    const code = await new Promise((res) => (locker.exitCode !== null ? res(locker.exitCode) : locker.on('exit', res)));
+    assert.equal(code, 0, 'the lock was taken and released');
+    assert.ok(endAt - lockedAt >= 1500, `turn_end came ${endAt - lockedAt} ms after the row was locked for 2 s: before the end was stored`);
+    const next = await sent;
+    assert.equal(next.status, 202, next.text);
+    const tr = await api(base, `/api/turns/${turnId}/trace`, { headers: alice.auth });
+    assert.equal(tr.json.turn.state, 'done');
+    assert.ok(tr.json.spans.some((x) => x.kind === 'llm'), 'the spans are stored');
+    await untilTurnEnd(base, alice, sid, next.json.turn_id);
   });
 
   test("another user's chat answers 404 on every turn route", async () => {
