@@ -60,6 +60,14 @@ SQL_FILES := $(sort $(wildcard sql/*.sql))
 WEB_FILES := $(sort $(shell find web -type f ! -name '.*' 2>/dev/null))
 SKILL_FILES := $(sort $(shell find skills -type f ! -name '.*' 2>/dev/null))
 GEN_SRC := $(BUILD)/gen/embed_sql.c $(BUILD)/gen/embed_web.c $(BUILD)/gen/embed_skills.c
+# Each set of embedded files is written to $(BUILD)/gen/<set>.list, touched only
+# when the set changes; the tables depend on it, so a file added with an older
+# time than the table (a checkout, a rebase) or a file removed rebuilds it.
+file_list = $(shell mkdir -p $(BUILD)/gen && f=$(BUILD)/gen/$(1).list && \
+  printf '%s\n' $(2) >$$f.new && { cmp -s $$f.new $$f && rm -f $$f.new || mv -f $$f.new $$f; })
+$(call file_list,sql,$(SQL_FILES))
+$(call file_list,web,$(WEB_FILES))
+$(call file_list,skills,$(SKILL_FILES))
 
 ifeq ($(V),1)
   Q :=
@@ -101,15 +109,15 @@ $(OBJ)/gen/%.o: $(BUILD)/gen/%.c
 	$(call say,CC,$<)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes -c -o $@ $<
 
-$(BUILD)/gen/embed_sql.c: $(SQL_FILES) scripts/embed.sh
+$(BUILD)/gen/embed_sql.c: $(SQL_FILES) $(BUILD)/gen/sql.list scripts/embed.sh
 	@mkdir -p $(dir $@)
 	$(call say,EMBED,$@)
 	$(Q)scripts/embed.sh sql sql $@ $(SQL_FILES)
-$(BUILD)/gen/embed_web.c: $(WEB_FILES) scripts/embed.sh
+$(BUILD)/gen/embed_web.c: $(WEB_FILES) $(BUILD)/gen/web.list scripts/embed.sh
 	@mkdir -p $(dir $@)
 	$(call say,EMBED,$@)
 	$(Q)scripts/embed.sh web web $@ $(WEB_FILES)
-$(BUILD)/gen/embed_skills.c: $(SKILL_FILES) scripts/embed.sh
+$(BUILD)/gen/embed_skills.c: $(SKILL_FILES) $(BUILD)/gen/skills.list scripts/embed.sh
 	@mkdir -p $(dir $@)
 	$(call say,EMBED,$@)
 	$(Q)scripts/embed.sh skills skills $@ $(SKILL_FILES)
