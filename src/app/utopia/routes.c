@@ -166,7 +166,8 @@ static void h_op(tk_req *r, void *ud)
 }
 
 /* A chat_id given by the caller must be one of the caller's chats (not an id:
- * 400; another user's, none, or the lookup failed: 404). */
+ * 400; another user's or none: 404; the lookup failed: 500, as the store's own
+ * database errors). */
 static tk_status chat_check(const ctx *x, const char *chat_id, char *err, size_t errlen)
 {
     if (!chat_id)
@@ -175,8 +176,13 @@ static tk_status chat_check(const ctx *x, const char *chat_id, char *err, size_t
         snprintf(err, errlen, "chat_id: not a chat id");
         return TK_EINVAL;
     }
-    if (app_session_owned(x->c, x->uid, chat_id) == TK_OK)
+    tk_status st = app_session_owned(x->c, x->uid, chat_id);
+    if (st == TK_OK)
         return TK_OK;
+    if (st == TK_ERROR) {
+        snprintf(err, errlen, "could not look up the chat: database error");
+        return TK_ERROR;
+    }
     snprintf(err, errlen, "no such chat");
     return TK_ENOENT;
 }

@@ -272,6 +272,17 @@ describe('utopia api: every route, error paths and shapes', () => {
     assert.deepEqual(r.json.results, []);
   });
 
+  test('a chat_id whose lookup fails is a database error (500), not "no such chat"', async () => {
+    t.pg.query('ALTER TABLE chat_sessions RENAME TO chat_sessions_away');
+    try {
+      refused(await get(`/api/utopia/documents?chat_id=${chat}`), 500, 'UTOPIA_ERROR', 'could not look up the chat: database error', 'list');
+      refused(await upload(`?chat_id=${chat}`, 'Some text.'), 500, 'UTOPIA_ERROR', 'could not look up the chat: database error', 'upload');
+    } finally {
+      t.pg.query('ALTER TABLE chat_sessions_away RENAME TO chat_sessions');
+    }
+    assert.equal((await get(`/api/utopia/documents?chat_id=${chat}`)).status, 200);
+  });
+
   test('ids in the path: not an id, none and another user\'s are all 404 with the kind named', async () => {
     const doc = (await upload(`?chat_id=${chat}&title=Voles`, 'Voles dig burrows.')).json;
     const mem = (await api(t.tusko.url, '/api/utopia/memories', { json: { note: 'Erin keeps voles' }, headers: erin.auth }));
