@@ -377,7 +377,8 @@ tk_httpm_xfer *tk_httpm_start(tk_httpm *m, const tk_httpm_req *req)
     const char *method = req->method ? req->method : (req->body ? "POST" : "GET");
     if (req->body) {
         curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
-        curl_easy_setopt(c, CURLOPT_COPYPOSTFIELDS, req->body);
+        curl_easy_setopt(c, req->body_borrowed ? CURLOPT_POSTFIELDS : CURLOPT_COPYPOSTFIELDS,
+                         req->body);
     }
     if (strcmp(method, "GET") == 0 && !req->body)
         curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);

@@ -47,6 +47,10 @@ typedef struct {
     const char *const *headers; /* "Name: value", NULL-terminated */
     const void *body;
     size_t body_len;
+    /* 0: the body is copied at start. 1: it is used where it is (no copy) and
+     * must stay valid and unchanged until on_done runs or the transfer is
+     * cancelled (an LLM request keeps its body for retries anyway). */
+    int body_borrowed;
     long timeout_ms;         /* whole transfer; 0 means no limit */
     long connect_timeout_ms; /* 0 means 10 s */
     long idle_timeout_ms;    /* TK_ETIMEOUT when nothing arrives this long; 0: never */

@@ -12,6 +12,11 @@
 #define MAX_TOOLS 128
 
 static const agent_tool *registry[MAX_TOOLS];
+/* each tool as it is offered ({name, description, parameters}), made once at
+ * registration and shared by every run (read-only; jansson's reference counts
+ * are atomic): a turn's offer is an array of references, not a parse of every
+ * schema */
+static json_t *offers[MAX_TOOLS];
 static size_t ntools;
 static int lane_on[AGENT_LANES] = {1, 0, 0};
 
@@ -58,7 +63,9 @@ void agent_tools_register(const agent_tool *t)
     TK_ASSERT(agent_tools_find(t->name) == NULL);
     json_t *schema = json_loads(t->parameters ? t->parameters : "{}", 0, NULL);
     TK_ASSERT(json_is_object(schema)); /* a tool's schema is program text */
-    json_decref(schema);
+    offers[ntools] =
+        tk_json_obj("name", json_string(t->name), "description",
+                    json_string(t->description ? t->description : ""), "parameters", schema, NULL);
     registry[ntools++] = t;
 }
 
@@ -103,11 +110,7 @@ json_t *agent_tools_offered_at(const char *const *allow, int depth)
         if (!agent_lane_available(t->lane) || (t->available && !t->available()) ||
             !allowed(allow, t->name) || (t->offered_at && !t->offered_at(depth)))
             continue;
-        json_t *params = json_loads(t->parameters ? t->parameters : "{}", 0, NULL);
-        json_array_append_new(out,
-                              tk_json_obj("name", json_string(t->name), "description",
-                                          json_string(t->description ? t->description : ""),
-                                          "parameters", params ? params : json_object(), NULL));
+        json_array_append(out, offers[i]);
     }
     return out;
 }

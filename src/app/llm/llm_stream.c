@@ -230,6 +230,7 @@ static void attempt(llm_stream *s)
                       .headers = hdrs,
                       .body = s->body,
                       .body_len = s->body_len,
+                      .body_borrowed = 1, /* s->body outlives the transfer (really_free) */
                       .timeout_ms = remaining,
                       .idle_timeout_ms = s->idle_timeout_ms,
                       .on_data = on_data,

@@ -171,6 +171,34 @@ TEST(httpm_reports_error_status_and_posts_a_body)
     tk_httpd_stop(srv);
 }
 
+/* A copied body is sent as it was at start; a borrowed one as it is when sent
+ * (no copy is made: what the caller changes before the loop runs goes out). */
+TEST(httpm_copies_a_body_unless_borrowed)
+{
+    start_server();
+    char u[256];
+    snprintf(u, sizeof u, "%s/echo", base);
+    for (int borrowed = 0; borrowed <= 1; borrowed++) {
+        struct ctx c;
+        setup(&c, 1);
+        char body[] = "hello body";
+        tk_httpm_req r = {.url = u,
+                          .body = body,
+                          .body_len = 10,
+                          .body_borrowed = borrowed,
+                          .on_done = on_done,
+                          .ud = &c};
+        CHECK(tk_httpm_start(c.m, &r) != NULL);
+        memcpy(body, "HELLO BODY", 10);
+        tk_evloop_run(c.l);
+        CHECK_INT(c.ok, ==, 1);
+        CHECK_INT(c.last_status, ==, 200);
+        CHECK_STR(c.body, borrowed ? "HELLO BODY" : "hello body");
+        teardown(&c);
+    }
+    tk_httpd_stop(srv);
+}
+
 struct stream_ctx {
     struct ctx *c;
     char seen[8];
