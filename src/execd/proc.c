@@ -160,35 +160,6 @@ static const char *step_name(int s)
     return "spawn";
 }
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define NO_ASAN __attribute__((no_sanitize("address")))
-#endif
-#endif
-#ifndef NO_ASAN
-#define NO_ASAN
-#endif
-
-/* Every signal's disposition back to the default, with raw system calls: libc's
- * sigaction() refuses the two signals glibc keeps for itself (32 and 33, and an
- * SIG_IGN inherited on them — GNU make sets one — would reach the command), and
- * in a CLONE_VM child it may be a sanitizer's interceptor that keeps state in
- * the memory we share with the parent. */
-struct k_sigaction {
-    void *handler;
-    unsigned long flags;
-    void *restorer;
-    uint64_t mask;
-};
-
-NO_ASAN static void child_default_signals(void)
-{
-    struct k_sigaction dfl = {0};
-    for (int s = 1; s < 65; s++)
-        if (s != SIGKILL && s != SIGSTOP)
-            syscall(SYS_rt_sigaction, s, &dfl, NULL, sizeof(uint64_t));
-}
-
 #define CHILD_STACK (64u << 10)
 
 typedef struct {
@@ -201,7 +172,7 @@ typedef struct {
     volatile int step, err;
 } spawn_ctx;
 
-NO_ASAN static _Noreturn void child_fail(spawn_ctx *x, int step, int e)
+TK_NO_ASAN static _Noreturn void child_fail(spawn_ctx *x, int step, int e)
 {
     x->err = e;
     x->step = step;
@@ -210,7 +181,7 @@ NO_ASAN static _Noreturn void child_fail(spawn_ctx *x, int step, int e)
 }
 
 /* Moves fd out of the 0..4 range so dup2 into place cannot clobber another. */
-NO_ASAN static int lift(spawn_ctx *x, int fd)
+TK_NO_ASAN static int lift(spawn_ctx *x, int fd)
 {
     if (fd < 0 || fd > 4)
         return fd;
@@ -221,12 +192,12 @@ NO_ASAN static int lift(spawn_ctx *x, int fd)
 }
 
 /* In the child: system calls only from here to execve. */
-NO_ASAN static int child_main(void *arg)
+TK_NO_ASAN static int child_main(void *arg)
 {
     spawn_ctx *x = arg;
     const execd_spawn_opts *o = x->o;
     /* A clean signal state first: execd has handlers and ignores some. */
-    child_default_signals();
+    tk_child_default_signals();
     int in = lift(x, o->stdin_fd >= 0 ? o->stdin_fd : x->devnull);
     int out = lift(x, o->stdout_fd >= 0 ? o->stdout_fd : x->devnull);
     int er = lift(x, o->stderr_fd >= 0 ? o->stderr_fd : x->devnull);

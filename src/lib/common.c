@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 const char *tk_status_str(tk_status s)
@@ -142,4 +144,20 @@ int tk_fd_table_reserve(int n)
     }
     close(fd);
     return got;
+}
+
+/* the kernel's struct sigaction (rt_sigaction takes its mask size) */
+struct k_sigaction {
+    void *handler;
+    unsigned long flags;
+    void *restorer;
+    uint64_t mask;
+};
+
+TK_NO_ASAN void tk_child_default_signals(void)
+{
+    struct k_sigaction dfl = {0};
+    for (int s = 1; s < 65; s++)
+        if (s != SIGKILL && s != SIGSTOP)
+            syscall(SYS_rt_sigaction, s, &dfl, NULL, sizeof(uint64_t));
 }

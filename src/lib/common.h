@@ -58,4 +58,22 @@ tk_status tk_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
  * returns the table's guaranteed size (0 when nothing could be done). */
 int tk_fd_table_reserve(int n);
 
+/* Code that runs in a CLONE_VM child sharing the parent's memory is kept out of
+ * AddressSanitizer's instrumentation. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TK_NO_ASAN __attribute__((no_sanitize("address")))
+#endif
+#endif
+#ifndef TK_NO_ASAN
+#define TK_NO_ASAN
+#endif
+
+/* In a child about to exec: every signal's disposition back to the default,
+ * with raw system calls. libc's sigaction() refuses the two signals glibc keeps
+ * for itself (32 and 33, and an SIG_IGN inherited on them — GNU make sets one —
+ * would reach the program), and in a CLONE_VM child it may be a sanitizer's
+ * interceptor that keeps state in the memory shared with the parent. */
+void tk_child_default_signals(void);
+
 #endif

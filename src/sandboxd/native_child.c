@@ -25,15 +25,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define NO_ASAN __attribute__((no_sanitize("address")))
-#endif
-#endif
-#ifndef NO_ASAN
-#define NO_ASAN
-#endif
-
 #define FD_LISTEN 3
 #define FD_SYNC   4
 
@@ -467,7 +458,7 @@ static const char *env_get(char *const *env, const char *name)
 }
 
 /* execve with a PATH search that does not allocate. */
-NO_ASAN static void exec_path(char *const argv[], char *const envp[])
+TK_NO_ASAN static void exec_path(char *const argv[], char *const envp[])
 {
     const char *file = argv[0];
     if (strchr(file, '/')) {
@@ -502,24 +493,6 @@ NO_ASAN static void exec_path(char *const argv[], char *const envp[])
  * are blocked, and calls only system call wrappers. keep_listen: execd gets
  * fd 3. */
 
-/* Every signal's disposition back to the default, with raw system calls (in a
- * CLONE_VM child, libc's sigaction() may be a sanitizer's interceptor that
- * keeps state in the memory we share with the parent). */
-struct k_sigaction {
-    void *handler;
-    unsigned long flags;
-    void *restorer;
-    uint64_t mask;
-};
-
-NO_ASAN static void child_default_signals(void)
-{
-    struct k_sigaction dfl = {0};
-    for (int s = 1; s < 65; s++)
-        if (s != SIGKILL && s != SIGSTOP)
-            syscall(SYS_rt_sigaction, s, &dfl, NULL, sizeof(uint64_t));
-}
-
 typedef struct {
     char *const *argv;
     char *const *envp;
@@ -529,16 +502,16 @@ typedef struct {
 static char g_spawn_stack[64 << 10] __attribute__((aligned(64)));
 
 /* Not _exit(): a sanitizer's interceptor runs exit hooks (a leak check) there. */
-NO_ASAN static _Noreturn void child_exit(int code)
+TK_NO_ASAN static _Noreturn void child_exit(int code)
 {
     for (;;)
         syscall(SYS_exit_group, code);
 }
 
-NO_ASAN static int spawn_child(void *arg)
+TK_NO_ASAN static int spawn_child(void *arg)
 {
     const spawn_args *a = arg;
-    child_default_signals();
+    tk_child_default_signals();
     setsid();
     if (a->keep_listen) {
         int fl = fcntl(FD_LISTEN, F_GETFD);
