@@ -175,17 +175,25 @@ export class MemoryView {
     return v;
   }
 
-  // ---------------------------------------------------------------- memories
-
-  memoriesView() {
-    const q = h('input', { type: 'search', placeholder: 'Search memories', 'aria-label': 'Search memories', autocomplete: 'off' });
-    const list = h('ul.mem-list.memories', { 'aria-label': 'Memories' });
-    const v = { el: h('section.mem-section', { 'aria-label': 'Memories' }, h('div.mem-search', {}, icon('search'), q), list) };
+  // A section with a search box above its list: typing reloads it (v.load,
+  // set by the caller) after a 250 ms pause.
+  searchSection(label, placeholder, searchLabel, list) {
+    const q = h('input', { type: 'search', placeholder, 'aria-label': searchLabel, autocomplete: 'off' });
+    const v = { q, el: h('section.mem-section', { 'aria-label': label }, h('div.mem-search', {}, icon('search'), q), list) };
     let timer = null;
     q.addEventListener('input', () => {
       clearTimeout(timer);
       timer = setTimeout(() => v.load().catch((e) => this.say(e.message, true)), 250);
     });
+    return v;
+  }
+
+  // ---------------------------------------------------------------- memories
+
+  memoriesView() {
+    const list = h('ul.mem-list.memories', { 'aria-label': 'Memories' });
+    const v = this.searchSection('Memories', 'Search memories', 'Search memories', list);
+    const q = v.q;
     v.load = async () => {
       const term = q.value.trim();
       let items;
@@ -217,14 +225,9 @@ export class MemoryView {
   // ---------------------------------------------------------------- facts
 
   factsView() {
-    const q = h('input', { type: 'search', placeholder: 'Search facts by entity or words', 'aria-label': 'Search facts', autocomplete: 'off' });
     const list = h('div.entities', { 'aria-label': 'Facts by entity' });
-    const v = { el: h('section.mem-section', { 'aria-label': 'Facts' }, h('div.mem-search', {}, icon('search'), q), list) };
-    let timer = null;
-    q.addEventListener('input', () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => v.load().catch((e) => this.say(e.message, true)), 250);
-    });
+    const v = this.searchSection('Facts', 'Search facts by entity or words', 'Search facts', list);
+    const q = v.q;
     v.load = async () => {
       const term = q.value.trim();
       let facts = [];
