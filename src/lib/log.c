@@ -18,15 +18,21 @@ static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
+/* The level a LOG_LEVEL value names (any case), or -1. */
+static int level_named(const char *s)
+{
+    for (int i = 0; i < 4; i++)
+        if (strcasecmp(s, level_names[i]) == 0)
+            return i;
+    return -1;
+}
+
 void tk_log_init(const char *program)
 {
     log_program = program;
     const char *lv = getenv("LOG_LEVEL");
-    if (lv) {
-        for (int i = 0; i < 4; i++)
-            if (strcasecmp(lv, level_names[i]) == 0)
-                log_level = i;
-    }
+    if (lv && level_named(lv) >= 0)
+        log_level = level_named(lv);
     const char *fmt = getenv("LOG_FORMAT");
     log_json = fmt && strcasecmp(fmt, "json") == 0;
 }
@@ -34,15 +40,9 @@ void tk_log_init(const char *program)
 tk_status tk_log_check_env(char *err, size_t errlen)
 {
     const char *lv = getenv("LOG_LEVEL");
-    if (lv && *lv) {
-        int ok = 0;
-        for (int i = 0; i < 4; i++)
-            ok |= strcasecmp(lv, level_names[i]) == 0;
-        if (!ok) {
-            snprintf(err, errlen, "LOG_LEVEL: \"%.64s\" is not one of debug, info, warn, error",
-                     lv);
-            return TK_EINVAL;
-        }
+    if (lv && *lv && level_named(lv) < 0) {
+        snprintf(err, errlen, "LOG_LEVEL: \"%.64s\" is not one of debug, info, warn, error", lv);
+        return TK_EINVAL;
     }
     const char *fmt = getenv("LOG_FORMAT");
     if (fmt && *fmt && strcasecmp(fmt, "json") != 0 && strcasecmp(fmt, "text") != 0) {
