@@ -1,3 +1,5 @@
+#include "sandboxd/meta.h"
+#include "sandboxd/env.h"
 #include "sandboxd/api.h"
 
 #include <stdio.h>
@@ -27,7 +29,7 @@ int sbx_api_auth(tk_req *r, void *ud)
     return 0;
 }
 
-static void respond_result(tk_req *r, const sbx_result *res)
+static void respond_result(tk_req *r, const sbx_service_result *res)
 {
     tk_respond_error(r, res->status, res->code, "%s", res->message);
 }
@@ -50,8 +52,8 @@ static const char *native_arch(void)
         return 400;                                                                                \
     } while (0)
 
-int sbx_api_parse_create(sbx_api *api, const json_t *b, sbx_create_req *req, const char **code,
-                         char *msg, size_t msglen)
+int sbx_api_parse_create(sbx_api *api, const json_t *b, sbx_service_create_req *req,
+                         const char **code, char *msg, size_t msglen)
 {
     sbx_service *svc = api->svc;
     memset(req, 0, sizeof *req);
@@ -212,7 +214,7 @@ static void h_create(tk_req *r, void *ud)
     json_t *b = tk_req_json(r, 0);
     if (!b)
         return;
-    sbx_create_req req;
+    sbx_service_create_req req;
     const char *code = NULL;
     char msg[512];
     int st = sbx_api_parse_create(a, b, &req, &code, msg, sizeof msg);
@@ -222,7 +224,7 @@ static void h_create(tk_req *r, void *ud)
     }
     sbx_sandbox *s;
     int pooled;
-    sbx_result res;
+    sbx_service_result res;
     int64_t t0 = tk_mono_ns();
     if (sbx_service_create(a->svc, &req, &s, &pooled, &res) != TK_OK) {
         respond_result(r, &res);
@@ -238,7 +240,7 @@ static void h_create(tk_req *r, void *ud)
     snprintf(loc, sizeof loc, "/v1/sandboxes/%s", s->id);
     tk_respond_header(r, "Location", loc);
     tk_respond_header(r, "X-Sandbox-Pool", pooled ? "warm" : "cold");
-    sbx_sandbox_unref(a->svc, s);
+    sbx_service_unref(a->svc, s);
     tk_respond_json(r, 202, j);
 }
 
@@ -254,11 +256,11 @@ static void h_list(tk_req *r, void *ud)
         return;
     }
     sbx_state *states = tk_arena_xalloc(ar, (n ? n : 1) * sizeof *states);
-    sbx_list_query q = {.states = states, .page = 1, .page_size = 20};
+    sbx_service_list_query q = {.states = states, .page = 1, .page_size = 20};
     const char *meta = NULL;
     for (size_t i = 0; i < n; i++) {
         if (strcmp(items[i].name, "state") == 0) {
-            if (sbx_state_parse(items[i].value, &states[q.nstates]) != TK_OK) {
+            if (sbx_sandbox_state_parse(items[i].value, &states[q.nstates]) != TK_OK) {
                 tk_respond_error(r, 400, "INVALID_REQUEST",
                                  "state \"%.40s\" is not a sandbox state", items[i].value);
                 return;
@@ -291,7 +293,7 @@ static void h_list(tk_req *r, void *ud)
 static void h_get(tk_req *r, void *ud)
 {
     sbx_api *a = ud;
-    sbx_result res;
+    sbx_service_result res;
     json_t *j = sbx_service_get_json(a->svc, tk_req_param(r, "id"), &res);
     if (!j) {
         respond_result(r, &res);
@@ -303,7 +305,7 @@ static void h_get(tk_req *r, void *ud)
 static void h_delete(tk_req *r, void *ud)
 {
     sbx_api *a = ud;
-    sbx_result res;
+    sbx_service_result res;
     if (sbx_service_delete(a->svc, tk_req_param(r, "id"), &res) != TK_OK) {
         respond_result(r, &res);
         return;
@@ -314,7 +316,7 @@ static void h_delete(tk_req *r, void *ud)
 static void h_pause(tk_req *r, void *ud)
 {
     sbx_api *a = ud;
-    sbx_result res;
+    sbx_service_result res;
     if (sbx_service_pause(a->svc, tk_req_param(r, "id"), &res) != TK_OK) {
         respond_result(r, &res);
         return;
@@ -325,7 +327,7 @@ static void h_pause(tk_req *r, void *ud)
 static void h_resume(tk_req *r, void *ud)
 {
     sbx_api *a = ud;
-    sbx_result res;
+    sbx_service_result res;
     if (sbx_service_resume(a->svc, tk_req_param(r, "id"), &res) != TK_OK) {
         respond_result(r, &res);
         return;
@@ -345,7 +347,7 @@ static void h_renew(tk_req *r, void *ud)
         tk_respond_error(r, 400, "INVALID_REQUEST", "expiresAt must be an RFC 3339 date-time");
         return;
     }
-    sbx_result res;
+    sbx_service_result res;
     int64_t got;
     if (sbx_service_renew(a->svc, tk_req_param(r, "id"), ms, &got, &res) != TK_OK) {
         respond_result(r, &res);
@@ -383,7 +385,7 @@ static void h_patch_metadata(tk_req *r, void *ud)
             return;
         }
     }
-    sbx_result res;
+    sbx_service_result res;
     json_t *out;
     if (sbx_service_patch_metadata(a->svc, tk_req_param(r, "id"), b, &out, &res) != TK_OK) {
         respond_result(r, &res);
@@ -433,7 +435,7 @@ static void h_endpoint(tk_req *r, void *ud)
     char token[SBX_TOKEN_MAX];
     snprintf(token, sizeof token, "%s", sb->token);
     pthread_mutex_unlock(&a->svc->mu);
-    sbx_sandbox_unref(a->svc, sb);
+    sbx_service_unref(a->svc, sb);
     if (gone) {
         tk_respond_error(r, 404, "NOT_FOUND", "sandbox %s is gone", id);
         return;

@@ -28,7 +28,7 @@ size_t sbx_api_routes(sbx_api *api, const void *prog, tk_route *routes, size_t m
 
 /* Request validation, exposed for unit tests: parses a create body into req
  * (borrowing from body). Returns 0, or an HTTP status with code and msg. */
-int sbx_api_parse_create(sbx_api *api, const json_t *body, sbx_create_req *req, const char **code,
-                         char *msg, size_t msglen);
+int sbx_api_parse_create(sbx_api *api, const json_t *body, sbx_service_create_req *req,
+                         const char **code, char *msg, size_t msglen);
 
 #endif

@@ -22,12 +22,12 @@ struct sbx_cgroups {
     char desc[128];
 };
 
-int sbx_cg_version(const sbx_cgroups *cg)
+int sbx_cgroup_version(const sbx_cgroups *cg)
 {
     return cg->version;
 }
 
-const char *sbx_cg_describe(const sbx_cgroups *cg)
+const char *sbx_cgroup_describe(const sbx_cgroups *cg)
 {
     return cg->desc;
 }
@@ -130,8 +130,8 @@ static void dir_of(const sbx_cgroups *cg, int c, const char *name, char *out, si
         snprintf(out, outlen, "%s/%s", m, cg->group);
 }
 
-tk_status sbx_cg_path(const sbx_cgroups *cg, const char *ctrl, const char *name, const char *file,
-                      char *out, size_t outlen)
+tk_status sbx_cgroup_path(const sbx_cgroups *cg, const char *ctrl, const char *name,
+                          const char *file, char *out, size_t outlen)
 {
     int c = -1;
     for (int i = 0; i < CG_N; i++)
@@ -150,7 +150,7 @@ static int ctrl_count(const sbx_cgroups *cg)
     return cg->version == 2 ? 1 : CG_N;
 }
 
-sbx_cgroups *sbx_cg_open(const char *group, const char *mountinfo, char *err, size_t errlen)
+sbx_cgroups *sbx_cgroup_open(const char *group, const char *mountinfo, char *err, size_t errlen)
 {
     sbx_cgroups *cg = tk_calloc(1, sizeof *cg);
     snprintf(cg->group, sizeof cg->group, "%s", group);
@@ -210,7 +210,7 @@ fail:
     return NULL;
 }
 
-void sbx_cg_close(sbx_cgroups *cg)
+void sbx_cgroup_close(sbx_cgroups *cg)
 {
     if (!cg)
         return;
@@ -240,8 +240,8 @@ static int exists_in(const sbx_cgroups *cg, int c, const char *name, const char 
     return access(p, F_OK) == 0;
 }
 
-tk_status sbx_cg_set_limits(sbx_cgroups *cg, const char *name, const sbx_limits *l, char *err,
-                            size_t errlen)
+tk_status sbx_cgroup_set_limits(sbx_cgroups *cg, const char *name, const sbx_limits *l, char *err,
+                                size_t errlen)
 {
     char v[64];
     if (cg->version == 1) {
@@ -282,8 +282,8 @@ tk_status sbx_cg_set_limits(sbx_cgroups *cg, const char *name, const sbx_limits 
     return TK_OK;
 }
 
-tk_status sbx_cg_create(sbx_cgroups *cg, const char *name, const sbx_limits *l, char *err,
-                        size_t errlen)
+tk_status sbx_cgroup_create(sbx_cgroups *cg, const char *name, const sbx_limits *l, char *err,
+                            size_t errlen)
 {
     for (int c = 0; c < ctrl_count(cg); c++) {
         char d[512];
@@ -293,10 +293,10 @@ tk_status sbx_cg_create(sbx_cgroups *cg, const char *name, const sbx_limits *l, 
             return TK_ERROR;
         }
     }
-    return sbx_cg_set_limits(cg, name, l, err, errlen);
+    return sbx_cgroup_set_limits(cg, name, l, err, errlen);
 }
 
-int sbx_cg_open_dir(const sbx_cgroups *cg, const char *name)
+int sbx_cgroup_open_dir(const sbx_cgroups *cg, const char *name)
 {
     if (cg->version != 2)
         return -1;
@@ -305,7 +305,7 @@ int sbx_cg_open_dir(const sbx_cgroups *cg, const char *name)
     return open(d, O_PATH | O_DIRECTORY | O_CLOEXEC);
 }
 
-tk_status sbx_cg_attach(sbx_cgroups *cg, const char *name, pid_t pid, char *err, size_t errlen)
+tk_status sbx_cgroup_attach(sbx_cgroups *cg, const char *name, pid_t pid, char *err, size_t errlen)
 {
     char v[32];
     snprintf(v, sizeof v, "%d", (int)pid);
@@ -315,7 +315,7 @@ tk_status sbx_cg_attach(sbx_cgroups *cg, const char *name, pid_t pid, char *err,
     return TK_OK;
 }
 
-int sbx_cg_frozen(sbx_cgroups *cg, const char *name)
+int sbx_cgroup_frozen(sbx_cgroups *cg, const char *name)
 {
     char d[512], p[600], buf[256];
     if (cg->version == 1) {
@@ -332,8 +332,8 @@ int sbx_cg_frozen(sbx_cgroups *cg, const char *name)
     return strstr(buf, "frozen 1") != NULL;
 }
 
-tk_status sbx_cg_freeze(sbx_cgroups *cg, const char *name, int frozen, long timeout_ms, char *err,
-                        size_t errlen)
+tk_status sbx_cgroup_freeze(sbx_cgroups *cg, const char *name, int frozen, long timeout_ms,
+                            char *err, size_t errlen)
 {
     tk_status st;
     if (cg->version == 1)
@@ -346,7 +346,7 @@ tk_status sbx_cg_freeze(sbx_cgroups *cg, const char *name, int frozen, long time
     int64_t deadline = tk_mono_ms() + timeout_ms;
     long sleep_us = 100;
     for (;;) {
-        int f = sbx_cg_frozen(cg, name);
+        int f = sbx_cgroup_frozen(cg, name);
         if (cg->version == 2 && f < 0) /* fake hierarchies in tests have no events file */
             return TK_OK;
         if (f == frozen)
@@ -386,7 +386,7 @@ static long each_pid(sbx_cgroups *cg, const char *name, void (*fn)(pid_t))
     return n;
 }
 
-long sbx_cg_count(sbx_cgroups *cg, const char *name)
+long sbx_cgroup_count(sbx_cgroups *cg, const char *name)
 {
     return each_pid(cg, name, NULL);
 }
@@ -396,7 +396,7 @@ static void kill_one(pid_t pid)
     kill(pid, SIGKILL);
 }
 
-void sbx_cg_kill_all(sbx_cgroups *cg, const char *name)
+void sbx_cgroup_kill_all(sbx_cgroups *cg, const char *name)
 {
     char err[256];
     if (cg->version == 2 && exists_in(cg, 0, name, "cgroup.kill")) {
@@ -415,16 +415,16 @@ void sbx_cg_kill_all(sbx_cgroups *cg, const char *name)
         set_in(cg, 0, name, "cgroup.freeze", "0", err, sizeof err);
 }
 
-tk_status sbx_cg_remove(sbx_cgroups *cg, const char *name, long timeout_ms, char *err,
-                        size_t errlen)
+tk_status sbx_cgroup_remove(sbx_cgroups *cg, const char *name, long timeout_ms, char *err,
+                            size_t errlen)
 {
     int64_t deadline = tk_mono_ms() + timeout_ms;
     long sleep_us = 100;
     for (;;) {
-        long n = sbx_cg_count(cg, name);
+        long n = sbx_cgroup_count(cg, name);
         if (n <= 0)
             break;
-        sbx_cg_kill_all(cg, name);
+        sbx_cgroup_kill_all(cg, name);
         if (tk_mono_ms() > deadline) {
             snprintf(err, errlen, "cgroup %s still has %ld processes after %ld ms", name, n,
                      timeout_ms);
@@ -471,7 +471,7 @@ tk_status sbx_cg_remove(sbx_cgroups *cg, const char *name, long timeout_ms, char
     return st;
 }
 
-size_t sbx_cg_list(sbx_cgroups *cg, char ***names)
+size_t sbx_cgroup_list(sbx_cgroups *cg, char ***names)
 {
     char d[512];
     dir_of(cg, cg->version == 1 ? CG_PIDS : 0, NULL, d, sizeof d);
@@ -525,7 +525,7 @@ size_t sbx_cg_list(sbx_cgroups *cg, char ***names)
     return n;
 }
 
-void sbx_cg_list_free(char **names, size_t n)
+void sbx_cgroup_list_free(char **names, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         free(names[i]);

@@ -16,12 +16,13 @@
 #include "lib/log.h"
 #include "lib/prog.h"
 #include "sandboxd/api.h"
+#include "sandboxd/pool.h"
 #include "sandboxd/proxy.h"
+#include "sandboxd/reaper.h"
 #include "sandboxd/service.h"
 
-static char *opt_listen, *opt_key, *opt_runtime, *opt_state, *opt_image, *opt_execd, *opt_userns;
+static char *opt_listen, *opt_key, *opt_runtime, *opt_state, *opt_image, *opt_execd;
 static char *opt_ws_size, *opt_tmp_size, *opt_def_mem, *opt_def_cpu, *opt_pool_name;
-static char *opt_docker_host, *opt_docker_image; /* the docker runtime's */
 static int64_t opt_pool, opt_refill_quiet, opt_refill_max, opt_idle, opt_min_timeout,
     opt_max_timeout, opt_max_sbx, opt_def_pids, opt_max_pids;
 static int opt_insecure;
@@ -29,7 +30,7 @@ static int opt_insecure;
 static int check_bytes(const char *v, char *msg, size_t msglen)
 {
     int64_t b;
-    if (sbx_parse_bytes(v, &b) != TK_OK || b < (1 << 20)) {
+    if (sbx_limits_parse_bytes(v, &b) != TK_OK || b < (1 << 20)) {
         snprintf(msg, msglen, "is not a size of at least 1 MiB (e.g. \"1g\", \"512Mi\")");
         return 1;
     }
@@ -39,17 +40,8 @@ static int check_bytes(const char *v, char *msg, size_t msglen)
 static int check_cpu(const char *v, char *msg, size_t msglen)
 {
     int64_t m;
-    if (sbx_parse_cpu(v, &m) != TK_OK || m < 10) {
+    if (sbx_limits_parse_cpu(v, &m) != TK_OK || m < 10) {
         snprintf(msg, msglen, "is not a CPU quantity (e.g. \"1\", \"500m\")");
-        return 1;
-    }
-    return 0;
-}
-
-static int check_userns(const char *v, char *msg, size_t msglen)
-{
-    if (strcmp(v, "auto") && strcmp(v, "on") && strcmp(v, "off")) {
-        snprintf(msg, msglen, "must be auto, on or off");
         return 1;
     }
     return 0;
@@ -106,25 +98,30 @@ static tk_setting settings[] = {
      "process limit when a request gives none", .min = 16, .max = 65536, .out = &opt_def_pids},
     {"SANDBOX_MAX_PIDS", "max-pids", TK_SET_INT, "4096", "largest process limit a request may ask",
      .min = 16, .max = 65536, .out = &opt_max_pids},
-    {"SANDBOX_USERNS", "userns", TK_SET_STR, "auto",
-     "run sandboxes in a user namespace: auto, on, off", .out = &opt_userns, .check = check_userns},
     {"SANDBOX_POOL_NAME", "pool-name", TK_SET_STR, "default",
      "the name extensions.poolRef uses for the warm pool", .out = &opt_pool_name},
-    /* the docker runtime (runtime_docker.c) */
-    {"DOCKER_HOST", "docker-host", TK_SET_STR, "unix:///var/run/docker.sock",
-     "docker runtime: the engine's unix socket", .out = &opt_docker_host},
-    {"SANDBOX_DOCKER_IMAGE", "docker-image", TK_SET_STR, NULL,
-     "docker runtime: an image to use as it is (default: import SANDBOX_IMAGE_DIR as "
-     "tusko-sandbox:<recipe hash> when missing)",
-     .out = &opt_docker_image},
 };
 
-static const tk_prog prog = {
+/* The program's settings, then each runtime's (runtime.h), in one table. */
+static tk_prog prog = {
     .name = "tusko-sandboxd",
     .summary = "the OpenSandbox lifecycle service (native Linux-namespace or docker runtime)",
-    .settings = settings,
-    .nsettings = TK_ARRAY_LEN(settings),
 };
+
+static void settings_table(void)
+{
+    size_t n = TK_ARRAY_LEN(settings);
+    for (const sbx_runtime_kind *const *k = sbx_runtime_kinds; *k; k++)
+        n += (*k)->nsettings;
+    tk_setting *all = tk_calloc(n, sizeof *all);
+    memcpy(all, settings, sizeof settings);
+    size_t i = TK_ARRAY_LEN(settings);
+    for (const sbx_runtime_kind *const *k = sbx_runtime_kinds; *k; k++)
+        for (size_t j = 0; j < (*k)->nsettings; j++)
+            all[i++] = (*k)->settings[j];
+    prog.settings = all;
+    prog.nsettings = n;
+}
 
 static int64_t host_memory(void)
 {
@@ -137,6 +134,7 @@ int main(int argc, char **argv)
     int argi = 1;
     /* see tk_fd_table_reserve: grown before the first thread */
     (void)tk_fd_table_reserve(4096);
+    settings_table();
     tk_prog_init(&prog, argc, argv, &argi);
     if (argi < argc) {
         fprintf(stderr, "tusko-sandboxd: unexpected argument \"%s\" (see --help)\n", argv[argi]);
@@ -183,21 +181,15 @@ int main(int argc, char **argv)
         snprintf(execd, sizeof execd, "%s/tusko-execd", self);
     }
     int64_t ws, tmp, defmem, defcpu;
-    sbx_parse_bytes(opt_ws_size, &ws);
-    sbx_parse_bytes(opt_tmp_size, &tmp);
-    sbx_parse_bytes(opt_def_mem, &defmem);
-    sbx_parse_cpu(opt_def_cpu, &defcpu);
+    sbx_limits_parse_bytes(opt_ws_size, &ws);
+    sbx_limits_parse_bytes(opt_tmp_size, &tmp);
+    sbx_limits_parse_bytes(opt_def_mem, &defmem);
+    sbx_limits_parse_cpu(opt_def_cpu, &defcpu);
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     sbx_service_config sc = {
         .state_dir = state,
         .runtime = opt_runtime,
-        .rtc = {.image_dir = image,
-                .execd_path = execd,
-                .workspace_bytes = ws,
-                .tmp_bytes = tmp,
-                .userns = opt_userns,
-                .docker_host = opt_docker_host,
-                .docker_image = opt_docker_image},
+        .rtc = {.image_dir = image, .execd_path = execd, .workspace_bytes = ws, .tmp_bytes = tmp},
         .pool_size = opt_pool,
         .idle_ttl_ms = opt_idle,
         .min_timeout_s = opt_min_timeout,
@@ -219,6 +211,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "tusko-sandboxd: %s\n", err);
         return 1;
     }
+    sbx_reaper_start(svc);
+    if (svc->rt)
+        sbx_pool_start(svc);
     sbx_api api = {.svc = svc, .api_key = opt_key, .insecure_no_auth = opt_insecure && !opt_key};
     tk_route routes[64];
     size_t nroutes = sbx_api_routes(&api, &prog, routes, TK_ARRAY_LEN(routes));
@@ -241,6 +236,7 @@ int main(int argc, char **argv)
     sbx_proxy_shutdown(3000);
     tk_httpd_stop(h);
     sbx_service_close(svc);
-    tk_config_free(settings, TK_ARRAY_LEN(settings));
+    tk_config_free(prog.settings, prog.nsettings);
+    free(prog.settings);
     return 0;
 }

@@ -30,14 +30,15 @@
 
 /* ---------- payloads (shared with the parent) ---------- */
 
-tk_status sbx_child_payload(tk_buf *b, char type, const char *const *env, const char *const *argv)
+tk_status sbx_native_child_payload(tk_buf *b, char type, const char *const *env,
+                                   const char *const *argv)
 {
     uint32_t ne = 0, na = 0;
     while (env && env[ne])
         ne++;
     while (argv && argv[na])
         na++;
-    if (ne > SBX_CHILD_MAX_STRS || na > SBX_CHILD_MAX_STRS)
+    if (ne > SBX_NATIVE_CHILD_MAX_STRS || na > SBX_NATIVE_CHILD_MAX_STRS)
         return TK_ETOOBIG;
     tk_status st = tk_buf_append_byte(b, type);
     if (st == TK_OK)
@@ -48,12 +49,12 @@ tk_status sbx_child_payload(tk_buf *b, char type, const char *const *env, const 
         st = tk_buf_append(b, env[i], strlen(env[i]) + 1);
     for (uint32_t i = 0; st == TK_OK && i < na; i++)
         st = tk_buf_append(b, argv[i], strlen(argv[i]) + 1);
-    if (st == TK_OK && b->len > SBX_CHILD_MAX_MSG)
+    if (st == TK_OK && b->len > SBX_NATIVE_CHILD_MAX_MSG)
         st = TK_ETOOBIG;
     return st;
 }
 
-tk_status sbx_child_payload_parse(char *msg, size_t len, char **env, char **argv, size_t max)
+tk_status sbx_native_child_payload_parse(char *msg, size_t len, char **env, char **argv, size_t max)
 {
     uint32_t ne, na;
     if (len < 8)
@@ -81,7 +82,7 @@ tk_status sbx_child_payload_parse(char *msg, size_t len, char **env, char **argv
 
 /* ---------- small helpers: system calls only ---------- */
 
-static const sbx_child_cfg *C;
+static const sbx_native_child_cfg *C;
 
 static void send_msg(const void *p, size_t n)
 {
@@ -194,9 +195,9 @@ static void step_fds(void)
     }
 }
 
-static char g_msg[SBX_CHILD_MAX_MSG + 64];
-static char *g_req_env[SBX_CHILD_MAX_STRS + 1];
-static char *g_req_argv[SBX_CHILD_MAX_STRS + 1];
+static char g_msg[SBX_NATIVE_CHILD_MAX_MSG + 64];
+static char *g_req_env[SBX_NATIVE_CHILD_MAX_STRS + 1];
+static char *g_req_argv[SBX_NATIVE_CHILD_MAX_STRS + 1];
 
 /* Receives one message into g_msg; returns its length (0 when the parent has gone). */
 static ssize_t recv_msg(void)
@@ -215,8 +216,9 @@ static void step_wait_go(void)
         errno = n < 0 ? errno : EPIPE;
         die("wait_go: the parent went away");
     }
-    if (g_msg[0] != 'G' || sbx_child_payload_parse(g_msg + 1, (size_t)n - 1, g_req_env, g_req_argv,
-                                                   SBX_CHILD_MAX_STRS) != TK_OK) {
+    if (g_msg[0] != 'G' ||
+        sbx_native_child_payload_parse(g_msg + 1, (size_t)n - 1, g_req_env, g_req_argv,
+                                       SBX_NATIVE_CHILD_MAX_STRS) != TK_OK) {
         errno = EPROTO;
         die("wait_go: bad message");
     }
@@ -415,8 +417,8 @@ static void step_seccomp(void)
 
 /* ---------- the init ---------- */
 
-static char *g_execd_env[2 * SBX_CHILD_MAX_STRS + 16];
-static char *g_user_env[2 * SBX_CHILD_MAX_STRS + 16];
+static char *g_execd_env[2 * SBX_NATIVE_CHILD_MAX_STRS + 16];
+static char *g_user_env[2 * SBX_NATIVE_CHILD_MAX_STRS + 16];
 
 static size_t name_len(const char *kv)
 {
@@ -599,9 +601,9 @@ _Noreturn static void init_loop(void)
                 /* the service went away (it may come back and find us by pid) */
                 close(FD_SYNC);
                 sync_open = 0;
-            } else if (g_msg[0] == 'C' &&
-                       sbx_child_payload_parse(g_msg + 1, (size_t)m - 1, g_req_env, g_req_argv,
-                                               SBX_CHILD_MAX_STRS) == TK_OK) {
+            } else if (g_msg[0] == 'C' && sbx_native_child_payload_parse(
+                                              g_msg + 1, (size_t)m - 1, g_req_env, g_req_argv,
+                                              SBX_NATIVE_CHILD_MAX_STRS) == TK_OK) {
                 if (g_req_env[0] && g_execd > 0) {
                     /* execd's environment is fixed at exec: start a new one */
                     kill(g_execd, SIGKILL);
@@ -639,7 +641,7 @@ _Noreturn static void init_loop(void)
     }
 }
 
-_Noreturn void sbx_child_main(const sbx_child_cfg *c)
+_Noreturn void sbx_native_child_main(const sbx_native_child_cfg *c)
 {
     C = c;
     setsid();

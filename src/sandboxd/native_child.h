@@ -5,7 +5,7 @@
  * The child is a copy of the service's memory made by a raw clone() of a
  * multi-threaded process, so it must not allocate (a lock another thread held
  * at clone time stays held in the copy) and uses only system calls, stack and
- * static buffers, and what the parent prepared in sbx_child_cfg before clone.
+ * static buffers, and what the parent prepared in sbx_native_child_cfg before clone.
  *
  * Steps, in order (each reports its name and errno to the parent on failure):
  *   fds        stdin/out/err to /dev/null, the listening socket to fd 3, the
@@ -43,7 +43,7 @@
  *   entrypoint for a pooled sandbox) when the parent sends one.
  *
  * Messages on the sync socket (SOCK_SEQPACKET): parent → child 'G' (go) or 'C'
- * (claim), each followed by a payload (sbx_child_payload_*), and 'A' (attached
+ * (claim), each followed by a payload (sbx_native_child_payload_*), and 'A' (attached
  * to the cgroups); child → parent 'R' (ready) or 'E' + errno (4 bytes) + the
  * failing step's text.
  */
@@ -57,8 +57,8 @@
 #include "lib/buf.h"
 #include "lib/common.h"
 
-#define SBX_CHILD_MAX_MSG  65536
-#define SBX_CHILD_MAX_STRS 1024
+#define SBX_NATIVE_CHILD_MAX_MSG  65536
+#define SBX_NATIVE_CHILD_MAX_STRS 1024
 
 typedef struct {
     const char *rootfs;         /* host path of the image's root */
@@ -73,16 +73,18 @@ typedef struct {
     const struct sock_fprog *filter;
     const char *const *execd_env; /* execd's environment, NULL-terminated */
     const char *const *user_env;  /* the entrypoint's base environment */
-} sbx_child_cfg;
+} sbx_native_child_cfg;
 
 /* Runs the steps and the init loop; never returns. */
-_Noreturn void sbx_child_main(const sbx_child_cfg *c);
+_Noreturn void sbx_native_child_main(const sbx_native_child_cfg *c);
 
 /* Payloads: u32 nenv, u32 nargv, then nenv + nargv NUL-terminated strings.
- * Appends to b (parent side; allocates). TK_ETOOBIG past SBX_CHILD_MAX_MSG. */
-tk_status sbx_child_payload(tk_buf *b, char type, const char *const *env, const char *const *argv);
+ * Appends to b (parent side; allocates). TK_ETOOBIG past SBX_NATIVE_CHILD_MAX_MSG. */
+tk_status sbx_native_child_payload(tk_buf *b, char type, const char *const *env,
+                                   const char *const *argv);
 /* Parses a payload in place (child side; no allocation): env and argv point
  * into msg, each NULL-terminated, at most max entries each. */
-tk_status sbx_child_payload_parse(char *msg, size_t len, char **env, char **argv, size_t max);
+tk_status sbx_native_child_payload_parse(char *msg, size_t len, char **env, char **argv,
+                                         size_t max);
 
 #endif

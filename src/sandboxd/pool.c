@@ -21,23 +21,9 @@
 
 #include "lib/log.h"
 #include "lib/tktime.h"
+#include "sandboxd/pool.h"
 #include "sandboxd/service.h"
 #include "sandboxd/store.h"
-
-/* The oldest ready member (the list is newest first): the one whose start-up
- * work is most surely over. */
-sbx_sandbox *sbx_pool_take_locked(sbx_service *svc)
-{
-    sbx_sandbox *found = NULL;
-    for (sbx_sandbox *s = svc->list; s; s = s->next)
-        if (s->state == SBX_POOLED && s->inst && !s->busy)
-            found = s;
-    if (found) {
-        found->busy = 1;
-        svc->pool_ready--;
-    }
-    return found;
-}
 
 /* Waits on pool_cv (mu held) for at most ms. */
 static void wait_ms(sbx_service *svc, int64_t ms)
@@ -127,17 +113,6 @@ static void *pool_main(void *arg)
 
 void sbx_pool_start(sbx_service *svc)
 {
-    pthread_create(&svc->pool_thr, NULL, pool_main, svc);
-}
-
-void sbx_pool_destroy_all(sbx_service *svc)
-{
-    for (;;) {
-        pthread_mutex_lock(&svc->mu);
-        sbx_sandbox *s = sbx_pool_take_locked(svc);
-        pthread_mutex_unlock(&svc->mu);
-        if (!s)
-            return;
-        sbx_service_finish(svc, s, SBX_TERMINATED, "shutdown", NULL);
-    }
+    if (pthread_create(&svc->pool_thr, NULL, pool_main, svc) == 0)
+        svc->pool_started = 1;
 }

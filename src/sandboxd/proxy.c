@@ -284,7 +284,7 @@ void sbx_proxy_handle(tk_req *r, void *ud)
     snprintf(j->id, sizeof j->id, "%s", id);
     snprintf(j->method, sizeof j->method, "%s", tk_req_method(r));
     tk_buf_init(&j->rhdrs, 64 * 1024);
-    sbx_result res;
+    sbx_service_result res;
     if (sbx_service_proxy_begin(svc, id, j->sock, sizeof j->sock, &res) != TK_OK) {
         tk_respond_error(r, res.status, res.code, "%s", res.message);
         tk_buf_free(&j->rhdrs);

@@ -14,6 +14,7 @@
 
 #include "lib/log.h"
 #include "lib/tktime.h"
+#include "sandboxd/reaper.h"
 #include "sandboxd/service.h"
 
 #define REAP_MAX 64
@@ -89,7 +90,7 @@ static void *reaper_main(void *arg)
                                   : "the sandbox's processes exited";
             tk_info("reaper", "msg=\"reaping a sandbox\" id=%s reason=%s", todo[i]->id, why[i]);
             sbx_service_finish(svc, todo[i], final[i], why[i], msg);
-            sbx_sandbox_unref(svc, todo[i]);
+            sbx_service_unref(svc, todo[i]);
         }
         pthread_cond_signal(&svc->pool_cv);
         pthread_mutex_lock(&svc->mu);
@@ -100,5 +101,6 @@ static void *reaper_main(void *arg)
 
 void sbx_reaper_start(sbx_service *svc)
 {
-    pthread_create(&svc->reaper_thr, NULL, reaper_main, svc);
+    if (pthread_create(&svc->reaper_thr, NULL, reaper_main, svc) == 0)
+        svc->reaper_started = 1;
 }

@@ -3,9 +3,10 @@
  *
  * The API layer (api.c, service.c, pool.c, reaper.c) knows sandboxes only
  * through this interface, so a runtime is one file that fills a
- * sbx_runtime_ops table: runtime_native.c (Linux namespaces, the default), and
- * runtime_docker.c (the Docker Engine API), later runtime_k8s.c. Selecting
- * one is sbx_runtime_open's job (SANDBOX_RUNTIME).
+ * sbx_runtime_ops table and describes itself in a sbx_runtime_kind (its name,
+ * its own settings, its open()): runtime_native.c (Linux namespaces, the
+ * default) and runtime_docker.c (the Docker Engine API). runtime.c lists them
+ * and selects one (SANDBOX_RUNTIME).
  *
  * The contract every runtime keeps:
  * - A sandbox runs tusko-execd, reachable by HTTP over a unix socket on the host
@@ -19,7 +20,8 @@
  *   after start may restart what it must (native restarts execd when env is set).
  * - destroy() frees everything the sandbox holds — processes, mounts, cgroups,
  *   volumes, files under its state directory — and is safe to call on a sandbox
- *   that is half made or already gone. It frees the instance.
+ *   that is half made or already gone. It frees the instance (the runtime's
+ *   teardown, then its release).
  * - save()/attach() make restarts safe: save() returns what the runtime needs to
  *   find the sandbox again (stored by the service in the sandbox's record);
  *   attach() finds it after a restart of the service (kill -9 included) and
@@ -38,6 +40,7 @@
 #include <stddef.h>
 
 #include "lib/common.h"
+#include "lib/config.h"
 #include "sandboxd/limits.h"
 
 /* The port execd serves on inside a sandbox (OpenSandbox's convention). */
@@ -63,19 +66,24 @@ typedef struct {
     int64_t expires_ms;     /* expiry at creation (labels), 0 for none */
 } sbx_spec;
 
-/* Settings shared by every runtime (the program's configuration). */
+/* Settings shared by every runtime (the program's configuration). A runtime's
+ * own settings are in its sbx_runtime_kind. */
 typedef struct {
     const char *state_dir;   /* absolute; the runtime may use <state_dir>/sandboxes/<id>/ */
     const char *image_dir;   /* the sandbox root filesystem (a folder holding rootfs/, or one) */
     const char *execd_path;  /* host build of tusko-execd */
     int64_t workspace_bytes; /* size of /workspace */
     int64_t tmp_bytes;       /* size of /tmp */
-    const char *userns;      /* "auto", "on", "off" */
-
-    /* The docker runtime's: */
-    const char *docker_host;  /* DOCKER_HOST (NULL: the default socket) */
-    const char *docker_image; /* an image to use as it is (NULL: import image_dir) */
 } sbx_runtime_config;
+
+/* What every runtime's handle on a sandbox begins with: each runtime's own
+ * instance struct has it as its first member, so the service reads the id and
+ * execd's socket without asking, and destroy and forget are one rule for all
+ * (sbx_runtime_destroy, sbx_runtime_forget). */
+struct sbx_instance {
+    char id[SBX_ID_MAX];
+    char sock[108]; /* execd's unix socket on the host; valid as long as the instance */
+};
 
 typedef struct {
     const char *name; /* "native", "docker", "k8s" */
@@ -85,14 +93,14 @@ typedef struct {
                        size_t errlen);
     tk_status (*pause)(sbx_runtime *rt, sbx_instance *in, char *err, size_t errlen);
     tk_status (*resume)(sbx_runtime *rt, sbx_instance *in, char *err, size_t errlen);
-    void (*destroy)(sbx_runtime *rt, sbx_instance *in);
-    /* Frees the handle and leaves the sandbox running (the service is stopping;
-     * attach() finds it again after the restart). */
-    void (*forget)(sbx_runtime *rt, sbx_instance *in);
+    /* Frees everything the sandbox holds (see destroy() above) but not the
+     * handle; quiet about what is already gone. */
+    void (*teardown)(sbx_runtime *rt, sbx_instance *in);
+    /* Frees the handle alone (its descriptors and memory); the sandbox is left
+     * as it is. */
+    void (*release)(sbx_instance *in);
     /* 1 while the sandbox's processes run (paused counts), 0 once it is gone. */
     int (*alive)(sbx_runtime *rt, sbx_instance *in);
-    /* The host path of execd's unix socket; valid as long as the instance. */
-    const char *(*execd_socket)(sbx_instance *in);
     /* A new JSON object describing the instance for attach(). */
     json_t *(*save)(sbx_instance *in);
     tk_status (*attach)(sbx_runtime *rt, const char *id, const json_t *saved, int paused,
@@ -109,13 +117,37 @@ struct sbx_runtime {
     void *impl;
 };
 
-/* Opens the runtime called name ("native" or "docker"). NULL with err. */
+/* A runtime this build has: its name (SANDBOX_RUNTIME), its own settings
+ * (variables and flags; the program loads them with its own, so --help lists
+ * them, and the runtime reads them in its open()), and open(). */
+typedef struct {
+    const char *name;
+    tk_setting *settings;
+    size_t nsettings;
+    sbx_runtime *(*open)(const sbx_runtime_config *cfg, char *err, size_t errlen);
+} sbx_runtime_kind;
+
+/* The native runtime (runtime_native.c): Linux namespaces, the default. */
+extern const sbx_runtime_kind sbx_runtime_native;
+/* The docker runtime (runtime_docker.c): containers through the Docker Engine API. */
+extern const sbx_runtime_kind sbx_runtime_docker;
+
+/* Every runtime of this build, NULL-terminated, the default first. */
+extern const sbx_runtime_kind *const sbx_runtime_kinds[];
+
+/* Opens the runtime called name (NULL: the default). NULL with err. */
 sbx_runtime *sbx_runtime_open(const char *name, const sbx_runtime_config *cfg, char *err,
                               size_t errlen);
+/* Loads every runtime's settings from the environment alone (no flags): for
+ * programs and tests that open a runtime without the program's settings. */
+tk_status sbx_runtime_settings_from_env(char *err, size_t errlen);
 
-/* The native runtime (runtime_native.c). */
-sbx_runtime *sbx_runtime_native_open(const sbx_runtime_config *cfg, char *err, size_t errlen);
-/* The docker runtime (runtime_docker.c): containers through the Docker Engine API. */
-sbx_runtime *sbx_runtime_docker_open(const sbx_runtime_config *cfg, char *err, size_t errlen);
+/* destroy(): the runtime's teardown, then its release. Safe on NULL. */
+void sbx_runtime_destroy(sbx_runtime *rt, sbx_instance *in);
+/* forget(): frees the handle and leaves the sandbox running (the service is
+ * stopping; attach() finds it again after the restart). Safe on NULL. */
+void sbx_runtime_forget(sbx_runtime *rt, sbx_instance *in);
+/* The host path of execd's unix socket; valid as long as the instance. */
+const char *sbx_runtime_execd_socket(const sbx_instance *in);
 
 #endif

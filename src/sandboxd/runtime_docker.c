@@ -1,8 +1,8 @@
 /*
  * runtime_docker.c — the docker runtime: each sandbox is a container made
- * through the Docker Engine API (docker_engine.h), from the sandbox image
+ * through the Docker Engine API (docker.h), from the sandbox image
  * imported as tusko-sandbox:<recipe hash>. What the container is and may do is
- * in runtime_docker_spec.h; this file is the sequence of calls.
+ * in docker_spec.h; this file is the sequence of calls.
  *
  * start(), in order (any failure undoes what was done, by destroy()):
  *   dir        <state>/sandboxes/<id>/run, owned by the sandbox user (execd binds
@@ -10,7 +10,7 @@
  *              run/env (execd's settings, token, the request's env and
  *              entrypoint) and the FIFO run/entry
  *   volume     tusko-ws-<id>: a tmpfs of SANDBOX_WORKSPACE_SIZE for /workspace
- *   create     the container tusko-<id>, labelled (see runtime_docker_spec.h)
+ *   create     the container tusko-<id>, labelled (see docker_spec.h)
  *   start      and its process (State.Pid, watched with a pidfd when this
  *              service shares the engine's pid namespace)
  *   ready      a pool member: its init has the FIFO open (it waits for a claim);
@@ -33,7 +33,6 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,10 +48,11 @@
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/tktime.h"
-#include "sandboxd/docker_engine.h"
+#include "sandboxd/docker.h"
+#include "sandboxd/docker_image.h"
 #include "sandboxd/image.h"
 #include "sandboxd/runtime.h"
-#include "sandboxd/runtime_docker_spec.h"
+#include "sandboxd/docker_spec.h"
 
 /* How long a container may take to get execd listening (ASan builds are slow). */
 #define DK_READY_MS 30000
@@ -76,23 +76,27 @@ typedef struct {
     char desc[1024];
 } docker_rt;
 
-struct sbx_instance {
-    char id[SBX_ID_MAX];
-    char cid[80]; /* the container's id; "" until created */
+typedef struct {
+    sbx_instance base; /* id, sock */
+    char cid[80];      /* the container's id; "" until created */
     char vol[64];
     char dir[PATH_MAX];
     char run[PATH_MAX];
-    char sock[108];
     pid_t pid;
     int pidfd;   /* -1: not in our pid namespace; alive() asks the engine */
     int fifo_fd; /* a pool member's claim FIFO (write end), -1 otherwise */
     int exited;
     int64_t next_check_ms;
-};
+} docker_inst;
 
 static docker_rt *RT(sbx_runtime *rt)
 {
     return rt->impl;
+}
+
+static docker_inst *DI(sbx_instance *in)
+{
+    return (docker_inst *)in;
 }
 
 /* ---------- small helpers ---------- */
@@ -203,7 +207,7 @@ static int pid_is_container(pid_t pid, const char *cid)
 }
 
 /* Reads State.Pid (and status) of the container; watches it with a pidfd. */
-static tk_status watch_process(docker_rt *r, sbx_instance *in, char *state, size_t statelen,
+static tk_status watch_process(docker_rt *r, docker_inst *in, char *state, size_t statelen,
                                char *err, size_t errlen)
 {
     char path[160];
@@ -234,7 +238,7 @@ static tk_status watch_process(docker_rt *r, sbx_instance *in, char *state, size
     return TK_OK;
 }
 
-static int process_exited(sbx_instance *in)
+static int process_exited(docker_inst *in)
 {
     if (in->pidfd < 0)
         return 0;
@@ -243,7 +247,7 @@ static int process_exited(sbx_instance *in)
 }
 
 /* The last lines the container wrote (its log), for an error message. */
-static void container_log_tail(docker_rt *r, sbx_instance *in, char *out, size_t outlen)
+static void container_log_tail(docker_rt *r, docker_inst *in, char *out, size_t outlen)
 {
     out[0] = '\0';
     char path[200], e[256];
@@ -266,7 +270,7 @@ static void container_log_tail(docker_rt *r, sbx_instance *in, char *out, size_t
 }
 
 /* What to say when the container is gone while we wait for it. */
-static void exited_error(docker_rt *r, sbx_instance *in, const char *step, char *err, size_t errlen)
+static void exited_error(docker_rt *r, docker_inst *in, const char *step, char *err, size_t errlen)
 {
     char path[160], e[256], log[200];
     snprintf(path, sizeof path, "/containers/%s/json", in->cid);
@@ -295,7 +299,7 @@ static int socket_accepts(const char *path)
 }
 
 /* Waits until cond(in) holds, the container exits, or the deadline passes. */
-static tk_status wait_for(docker_rt *r, sbx_instance *in, int (*cond)(sbx_instance *),
+static tk_status wait_for(docker_rt *r, docker_inst *in, int (*cond)(docker_inst *),
                           const char *step, char *err, size_t errlen)
 {
     int64_t t0 = tk_mono_ms();
@@ -330,52 +334,52 @@ static tk_status wait_for(docker_rt *r, sbx_instance *in, int (*cond)(sbx_instan
     }
 }
 
-static int execd_listening(sbx_instance *in)
+static int execd_listening(docker_inst *in)
 {
-    return socket_accepts(in->sock);
+    return socket_accepts(in->base.sock);
 }
 
 /* The init has opened the FIFO for reading: it waits for the claim. */
-static int init_waiting(sbx_instance *in)
+static int init_waiting(docker_inst *in)
 {
     if (in->fifo_fd >= 0)
         return 1;
     char p[PATH_MAX + 16];
-    snprintf(p, sizeof p, "%s/" SBX_DK_FIFO, in->run);
+    snprintf(p, sizeof p, "%s/" SBX_DOCKER_SPEC_FIFO, in->run);
     in->fifo_fd = open(p, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
     return in->fifo_fd >= 0;
 }
 
 /* execd listens: hand the folder back to root and drop the env file. */
-static tk_status lock_run_dir(sbx_instance *in, char *err, size_t errlen)
+static tk_status lock_run_dir(docker_inst *in, char *err, size_t errlen)
 {
     char p[PATH_MAX + 16];
     if (chown(in->run, 0, 0) != 0 || chmod(in->run, 0700) != 0) {
         snprintf(err, errlen, "ready: lock %s: %s", in->run, strerror(errno));
         return TK_ERROR;
     }
-    snprintf(p, sizeof p, "%s/" SBX_DK_ENVFILE, in->run);
+    snprintf(p, sizeof p, "%s/" SBX_DOCKER_SPEC_ENVFILE, in->run);
     unlink(p);
-    snprintf(p, sizeof p, "%s/" SBX_DK_FIFO, in->run);
+    snprintf(p, sizeof p, "%s/" SBX_DOCKER_SPEC_FIFO, in->run);
     unlink(p);
     return TK_OK;
 }
 
 /* run/env (execd's settings, the request's env and entrypoint) and, with an
  * entrypoint, the FIFO run/entry its child waits on. */
-static tk_status write_request(sbx_instance *in, const sbx_spec *spec, char *err, size_t errlen)
+static tk_status write_request(docker_inst *in, const sbx_spec *spec, char *err, size_t errlen)
 {
     char p[PATH_MAX + 16];
     if (spec->entrypoint && spec->entrypoint[0]) {
         /* the init opens it read-write (so it does not wait for a writer) */
-        snprintf(p, sizeof p, "%s/" SBX_DK_ENTRY, in->run);
-        if (mkfifo(p, 0600) != 0 || chown(p, SBX_DK_UID, SBX_DK_UID) != 0) {
+        snprintf(p, sizeof p, "%s/" SBX_DOCKER_SPEC_ENTRY, in->run);
+        if (mkfifo(p, 0600) != 0 || chown(p, SBX_DOCKER_SPEC_UID, SBX_DOCKER_SPEC_UID) != 0) {
             snprintf(err, errlen, "dir: mkfifo %s: %s", p, strerror(errno));
             return TK_ERROR;
         }
     }
-    snprintf(p, sizeof p, "%s/" SBX_DK_ENVFILE, in->run);
-    char *env = sbx_dk_env_file(spec->execd_token, spec->env, spec->entrypoint);
+    snprintf(p, sizeof p, "%s/" SBX_DOCKER_SPEC_ENVFILE, in->run);
+    char *env = sbx_docker_spec_env_file(spec->execd_token, spec->env, spec->entrypoint);
     int rc = write_file(p, env, 0644, err, errlen);
     free(env);
     return rc == 0 ? TK_OK : TK_ERROR;
@@ -384,12 +388,12 @@ static tk_status write_request(sbx_instance *in, const sbx_spec *spec, char *err
 /* Tells the entrypoint's child to run it (once run/ is closed to the sandbox).
  * A failure is logged, not fatal: nor does the native runtime fail a sandbox
  * whose entrypoint fails. */
-static void start_entrypoint(sbx_instance *in, const sbx_spec *spec)
+static void start_entrypoint(docker_inst *in, const sbx_spec *spec)
 {
     if (!spec->entrypoint || !spec->entrypoint[0])
         return;
     char p[PATH_MAX + 16];
-    snprintf(p, sizeof p, "%s/" SBX_DK_ENTRY, in->run);
+    snprintf(p, sizeof p, "%s/" SBX_DOCKER_SPEC_ENTRY, in->run);
     int fd = -1;
     for (int i = 0; i < 2000 && fd < 0; i++) {
         fd = open(p, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
@@ -400,8 +404,8 @@ static void start_entrypoint(sbx_instance *in, const sbx_spec *spec)
     }
     ssize_t w = fd >= 0 ? write(fd, "go\n", 3) : -1;
     if (w != 3)
-        tk_warn("docker", "msg=\"cannot start the entrypoint\" id=%s step=%s error=\"%s\"", in->id,
-                fd < 0 ? "open run/entry" : "write run/entry", strerror(errno));
+        tk_warn("docker", "msg=\"cannot start the entrypoint\" id=%s step=%s error=\"%s\"",
+                in->base.id, fd < 0 ? "open run/entry" : "write run/entry", strerror(errno));
     if (fd >= 0)
         close(fd);
     unlink(p);
@@ -409,29 +413,29 @@ static void start_entrypoint(sbx_instance *in, const sbx_spec *spec)
 
 /* ---------- the ops ---------- */
 
-static void instance_paths(docker_rt *r, sbx_instance *in, const char *id)
+static void instance_paths(docker_rt *r, docker_inst *in, const char *id)
 {
-    snprintf(in->id, sizeof in->id, "%s", id);
+    snprintf(in->base.id, sizeof in->base.id, "%s", id);
     snprintf(in->dir, sizeof in->dir, "%s/sandboxes/%s", r->state_dir, id);
     if (r->short_dir[0])
         snprintf(in->run, sizeof in->run, "%s/%s", r->short_dir, id);
     else
         snprintf(in->run, sizeof in->run, "%s/run", in->dir);
-    snprintf(in->sock, sizeof in->sock, "%.*s/" SBX_DK_SOCK,
-             (int)(sizeof in->sock - sizeof("/" SBX_DK_SOCK)), in->run);
+    snprintf(in->base.sock, sizeof in->base.sock, "%.*s/" SBX_DOCKER_SPEC_SOCK,
+             (int)(sizeof in->base.sock - sizeof("/" SBX_DOCKER_SPEC_SOCK)), in->run);
     snprintf(in->vol, sizeof in->vol, "tusko-ws-%s", id);
 }
 
-static sbx_instance *instance_new(docker_rt *r, const char *id)
+static docker_inst *instance_new(docker_rt *r, const char *id)
 {
-    sbx_instance *in = tk_calloc(1, sizeof *in);
+    docker_inst *in = tk_calloc(1, sizeof *in);
     in->pidfd = -1;
     in->fifo_fd = -1;
     instance_paths(r, in, id);
     return in;
 }
 
-static void instance_free(sbx_instance *in)
+static void instance_free(docker_inst *in)
 {
     if (in->pidfd >= 0)
         close(in->pidfd);
@@ -441,7 +445,7 @@ static void instance_free(sbx_instance *in)
 }
 
 /* Removes the container, its volume and its run folder; quiet about what is gone. */
-static void teardown(docker_rt *r, sbx_instance *in)
+static void teardown(docker_rt *r, docker_inst *in)
 {
     char path[200], err[768];
     if (in->fifo_fd >= 0) {
@@ -450,11 +454,11 @@ static void teardown(docker_rt *r, sbx_instance *in)
     }
     snprintf(path, sizeof path, "/containers/%s?force=1&v=1", in->cid[0] ? in->cid : "");
     if (!in->cid[0])
-        snprintf(path, sizeof path, "/containers/tusko-%s?force=1&v=1", in->id);
+        snprintf(path, sizeof path, "/containers/tusko-%s?force=1&v=1", in->base.id);
     if (dk(r, "remove the container", "DELETE", path, NULL, OK_GONE, NULL, err, sizeof err) !=
         TK_OK)
-        tk_error("docker", "msg=\"cannot remove a sandbox's container\" id=%s error=\"%s\"", in->id,
-                 err);
+        tk_error("docker", "msg=\"cannot remove a sandbox's container\" id=%s error=\"%s\"",
+                 in->base.id, err);
     snprintf(path, sizeof path, "/volumes/%s?force=1", in->vol);
     for (int i = 0;; i++) {
         long status;
@@ -471,7 +475,7 @@ static void teardown(docker_rt *r, sbx_instance *in)
             tk_error("docker",
                      "msg=\"cannot remove a sandbox's volume\" id=%s volume=%s "
                      "status=%ld error=\"%s\"",
-                     in->id, in->vol, status, st != TK_OK ? err : sbx_docker_message(j, "?"));
+                     in->base.id, in->vol, status, st != TK_OK ? err : sbx_docker_message(j, "?"));
         json_decref(j);
         break;
     }
@@ -484,7 +488,7 @@ static tk_status docker_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
 {
     docker_rt *r = RT(rt);
     *out = NULL;
-    sbx_instance *in = instance_new(r, spec->id);
+    docker_inst *in = instance_new(r, spec->id);
     char path[256], fifo[PATH_MAX + 16];
     json_t *j = NULL;
 
@@ -494,12 +498,13 @@ static tk_status docker_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
         goto fail;
     }
     if ((mkdir(in->run, 0700) < 0 && errno != EEXIST) ||
-        chown(in->run, SBX_DK_UID, SBX_DK_UID) != 0 || chmod(in->run, 0700) != 0) {
+        chown(in->run, SBX_DOCKER_SPEC_UID, SBX_DOCKER_SPEC_UID) != 0 ||
+        chmod(in->run, 0700) != 0) {
         snprintf(err, errlen, "dir: %s: %s", in->run, strerror(errno));
         goto fail;
     }
     if (spec->pooled) {
-        snprintf(fifo, sizeof fifo, "%s/" SBX_DK_FIFO, in->run);
+        snprintf(fifo, sizeof fifo, "%s/" SBX_DOCKER_SPEC_FIFO, in->run);
         if (mkfifo(fifo, 0600) != 0 || chmod(fifo, 0644) != 0) {
             snprintf(err, errlen, "dir: mkfifo %s: %s", fifo, strerror(errno));
             goto fail;
@@ -509,21 +514,22 @@ static tk_status docker_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
     }
     /* volume */
     if (dk(r, "volume", "POST", "/volumes/create",
-           sbx_dk_volume_json(in->vol, r->tag, in->id, r->ws_bytes), OK_201, NULL, err,
+           sbx_docker_spec_volume(in->vol, r->tag, in->base.id, r->ws_bytes), OK_201, NULL, err,
            errlen) != TK_OK)
         goto fail;
     /* create */
-    sbx_dk_container c = {.image = r->image,
-                          .service_tag = r->tag,
-                          .execd_path = r->execd_path,
-                          .run_dir = in->run,
-                          .volume = in->vol,
-                          .tmp_bytes = r->tmp_bytes,
-                          .seccomp_json = r->seccomp,
-                          .created_ms = tk_now_ms(),
-                          .spec = spec};
-    snprintf(path, sizeof path, "/containers/create?name=tusko-%s", in->id);
-    if (dk(r, "create", "POST", path, sbx_dk_container_json(&c), OK_201, &j, err, errlen) != TK_OK)
+    sbx_docker_spec c = {.image = r->image,
+                         .service_tag = r->tag,
+                         .execd_path = r->execd_path,
+                         .run_dir = in->run,
+                         .volume = in->vol,
+                         .tmp_bytes = r->tmp_bytes,
+                         .seccomp_json = r->seccomp,
+                         .created_ms = tk_now_ms(),
+                         .spec = spec};
+    snprintf(path, sizeof path, "/containers/create?name=tusko-%s", in->base.id);
+    if (dk(r, "create", "POST", path, sbx_docker_spec_container(&c), OK_201, &j, err, errlen) !=
+        TK_OK)
         goto fail;
     snprintf(in->cid, sizeof in->cid, "%s", tk_json_str_or(j, "Id", ""));
     json_decref(j);
@@ -548,7 +554,7 @@ static tk_status docker_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
             goto fail;
         start_entrypoint(in, spec);
     }
-    *out = in;
+    *out = &in->base;
     return TK_OK;
 fail:
     json_decref(j);
@@ -557,9 +563,10 @@ fail:
     return TK_ERROR;
 }
 
-static tk_status docker_claim(sbx_runtime *rt, sbx_instance *in, const sbx_spec *spec, char *err,
+static tk_status docker_claim(sbx_runtime *rt, sbx_instance *inst, const sbx_spec *spec, char *err,
                               size_t errlen)
 {
+    docker_inst *in = DI(inst);
     docker_rt *r = RT(rt);
     char path[200];
     if (in->fifo_fd < 0) {
@@ -582,8 +589,8 @@ static tk_status docker_claim(sbx_runtime *rt, sbx_instance *in, const sbx_spec 
         return TK_ERROR;
     }
     snprintf(path, sizeof path, "/containers/%s/update", in->cid);
-    if (dk(r, "claim: limits", "POST", path, sbx_dk_limits_json(&spec->limits), OK_200, NULL, err,
-           errlen) != TK_OK)
+    if (dk(r, "claim: limits", "POST", path, sbx_docker_spec_limits(&spec->limits), OK_200, NULL,
+           err, errlen) != TK_OK)
         return TK_ERROR;
     if (wait_for(r, in, execd_listening, "claim", err, errlen) != TK_OK ||
         lock_run_dir(in, err, errlen) != TK_OK)
@@ -592,7 +599,7 @@ static tk_status docker_claim(sbx_runtime *rt, sbx_instance *in, const sbx_spec 
     return TK_OK;
 }
 
-static tk_status pause_resume(docker_rt *r, sbx_instance *in, int pause, char *err, size_t errlen)
+static tk_status pause_resume(docker_rt *r, docker_inst *in, int pause, char *err, size_t errlen)
 {
     char path[200];
     snprintf(path, sizeof path, "/containers/%s/%s", in->cid, pause ? "pause" : "unpause");
@@ -601,31 +608,27 @@ static tk_status pause_resume(docker_rt *r, sbx_instance *in, int pause, char *e
 
 static tk_status docker_pause(sbx_runtime *rt, sbx_instance *in, char *err, size_t errlen)
 {
-    return pause_resume(RT(rt), in, 1, err, errlen);
+    return pause_resume(RT(rt), DI(in), 1, err, errlen);
 }
 
 static tk_status docker_resume(sbx_runtime *rt, sbx_instance *in, char *err, size_t errlen)
 {
-    return pause_resume(RT(rt), in, 0, err, errlen);
+    return pause_resume(RT(rt), DI(in), 0, err, errlen);
 }
 
-static void docker_destroy(sbx_runtime *rt, sbx_instance *in)
+static void docker_teardown(sbx_runtime *rt, sbx_instance *in)
 {
-    if (!in)
-        return;
-    teardown(RT(rt), in);
-    instance_free(in);
+    teardown(RT(rt), DI(in));
 }
 
-static void docker_forget(sbx_runtime *rt, sbx_instance *in)
+static void docker_release(sbx_instance *in)
 {
-    (void)rt;
-    if (in)
-        instance_free(in);
+    instance_free(DI(in));
 }
 
-static int docker_alive(sbx_runtime *rt, sbx_instance *in)
+static int docker_alive(sbx_runtime *rt, sbx_instance *inst)
 {
+    docker_inst *in = DI(inst);
     if (in->exited)
         return 0;
     if (in->pidfd >= 0) {
@@ -664,23 +667,19 @@ static int docker_alive(sbx_runtime *rt, sbx_instance *in)
     return live;
 }
 
-static const char *docker_execd_socket(sbx_instance *in)
+static json_t *docker_save(sbx_instance *inst)
 {
-    return in->sock;
-}
-
-static json_t *docker_save(sbx_instance *in)
-{
+    docker_inst *in = DI(inst);
     return tk_json_obj("container", json_string(in->cid), "pid", json_integer(in->pid), "socket",
-                       json_string(in->sock), NULL);
+                       json_string(in->base.sock), NULL);
 }
 
 /* The containers labelled with this service's tag (and id when given). */
 static json_t *list_labelled(docker_rt *r, const char *id, char *err, size_t errlen)
 {
     char l1[64], l2[96];
-    snprintf(l1, sizeof l1, SBX_DK_LABEL_SERVICE "=%s", r->tag);
-    snprintf(l2, sizeof l2, SBX_DK_LABEL_ID "=%s", id ? id : "");
+    snprintf(l1, sizeof l1, SBX_DOCKER_SPEC_LABEL_SERVICE "=%s", r->tag);
+    snprintf(l2, sizeof l2, SBX_DOCKER_SPEC_LABEL_ID "=%s", id ? id : "");
     const char *labels[] = {l1, l2};
     char *f = sbx_docker_label_filter(labels, id ? 2 : 1);
     char *path = tk_asprintf("/containers/json?all=1&filters=%s", f);
@@ -707,20 +706,22 @@ static tk_status docker_attach(sbx_runtime *rt, const char *id, const json_t *sa
     if (!list)
         return TK_ERROR;
     if (json_array_size(list) == 0) {
-        snprintf(err, errlen, "attach: no container is labelled " SBX_DK_LABEL_ID "=%s", id);
+        snprintf(err, errlen, "attach: no container is labelled " SBX_DOCKER_SPEC_LABEL_ID "=%s",
+                 id);
         json_decref(list);
         return TK_ENOENT;
     }
     json_t *c = json_array_get(list, 0);
     const char *state = tk_json_str_or(c, "State", "?");
     const char *saved_cid = tk_json_str(saved, "container");
-    sbx_instance *in = instance_new(r, id);
+    docker_inst *in = instance_new(r, id);
     snprintf(in->cid, sizeof in->cid, "%s", tk_json_str_or(c, "Id", ""));
     /* the socket where it was made (the state dir's length decides where) */
     const char *saved_sock = tk_json_str(saved, "socket");
     const char *slash = saved_sock ? strrchr(saved_sock, '/') : NULL;
-    if (slash && strlen(saved_sock) < sizeof in->sock && strcmp(slash, "/" SBX_DK_SOCK) == 0) {
-        snprintf(in->sock, sizeof in->sock, "%s", saved_sock);
+    if (slash && strlen(saved_sock) < sizeof in->base.sock &&
+        strcmp(slash, "/" SBX_DOCKER_SPEC_SOCK) == 0) {
+        snprintf(in->base.sock, sizeof in->base.sock, "%s", saved_sock);
         snprintf(in->run, sizeof in->run, "%.*s", (int)(slash - saved_sock), saved_sock);
     }
     tk_status st = TK_OK;
@@ -736,8 +737,8 @@ static tk_status docker_attach(sbx_runtime *rt, const char *id, const json_t *sa
     int is_paused = strcmp(state, "paused") == 0;
     json_decref(list);
     struct stat sb;
-    if (st == TK_OK && (lstat(in->sock, &sb) != 0 || !S_ISSOCK(sb.st_mode))) {
-        snprintf(err, errlen, "attach: %s is gone", in->sock);
+    if (st == TK_OK && (lstat(in->base.sock, &sb) != 0 || !S_ISSOCK(sb.st_mode))) {
+        snprintf(err, errlen, "attach: %s is gone", in->base.sock);
         st = TK_ENOENT;
     }
     if (st == TK_OK)
@@ -751,7 +752,7 @@ static tk_status docker_attach(sbx_runtime *rt, const char *id, const json_t *sa
         instance_free(in);
         return st;
     }
-    *out = in;
+    *out = &in->base;
     return TK_OK;
 }
 
@@ -772,12 +773,12 @@ static void docker_sweep(sbx_runtime *rt, const char *const *keep, size_t n)
     json_t *c;
     json_array_foreach(list, i, c)
     {
-        const char *id = tk_json_str(json_object_get(c, "Labels"), SBX_DK_LABEL_ID);
-        if (kept(id, keep, n) || !id || !sbx_dk_id_ok(id))
+        const char *id = tk_json_str(json_object_get(c, "Labels"), SBX_DOCKER_SPEC_LABEL_ID);
+        if (kept(id, keep, n) || !id || !sbx_docker_spec_id_ok(id))
             continue;
         tk_info("docker", "msg=\"removing a leftover container\" id=%s container=%.12s", id,
                 tk_json_str_or(c, "Id", "?"));
-        sbx_instance *in = instance_new(r, id);
+        docker_inst *in = instance_new(r, id);
         snprintf(in->cid, sizeof in->cid, "%s", tk_json_str_or(c, "Id", ""));
         teardown(r, in);
         instance_free(in);
@@ -787,7 +788,7 @@ static void docker_sweep(sbx_runtime *rt, const char *const *keep, size_t n)
         tk_error("docker", "msg=\"cannot list leftover containers\" error=\"%s\"", err);
     /* volumes whose container was never made or is gone */
     char l1[64];
-    snprintf(l1, sizeof l1, SBX_DK_LABEL_SERVICE "=%s", r->tag);
+    snprintf(l1, sizeof l1, SBX_DOCKER_SPEC_LABEL_SERVICE "=%s", r->tag);
     const char *labels[] = {l1};
     char *f = sbx_docker_label_filter(labels, 1);
     char *path = tk_asprintf("/volumes?filters=%s", f);
@@ -796,9 +797,9 @@ static void docker_sweep(sbx_runtime *rt, const char *const *keep, size_t n)
     if (dk(r, "list volumes", "GET", path, NULL, OK_200, &v, err, sizeof err) == TK_OK) {
         json_array_foreach(json_object_get(v, "Volumes"), i, c)
         {
-            const char *id = tk_json_str(json_object_get(c, "Labels"), SBX_DK_LABEL_ID);
+            const char *id = tk_json_str(json_object_get(c, "Labels"), SBX_DOCKER_SPEC_LABEL_ID);
             const char *name = tk_json_str(c, "Name");
-            if (!id || !name || kept(id, keep, n) || !sbx_dk_id_ok(id))
+            if (!id || !name || kept(id, keep, n) || !sbx_docker_spec_id_ok(id))
                 continue;
             tk_info("docker", "msg=\"removing a leftover volume\" id=%s volume=%s", id, name);
             char vp[200];
@@ -824,7 +825,7 @@ static void docker_sweep(sbx_runtime *rt, const char *const *keep, size_t n)
     while ((de = readdir(d)) != NULL) {
         if (de->d_name[0] == '.' || kept(de->d_name, keep, n))
             continue;
-        sbx_instance tmp;
+        docker_inst tmp;
         memset(&tmp, 0, sizeof tmp);
         instance_paths(r, &tmp, de->d_name);
         struct stat sb;
@@ -836,7 +837,7 @@ static void docker_sweep(sbx_runtime *rt, const char *const *keep, size_t n)
     if (!r->short_dir[0] || !(d = opendir(r->short_dir)))
         return;
     while ((de = readdir(d)) != NULL) {
-        if (de->d_name[0] == '.' || kept(de->d_name, keep, n) || !sbx_dk_id_ok(de->d_name))
+        if (de->d_name[0] == '.' || kept(de->d_name, keep, n) || !sbx_docker_spec_id_ok(de->d_name))
             continue;
         char run[PATH_MAX];
         snprintf(run, sizeof run, "%s/%s", r->short_dir, de->d_name);
@@ -869,178 +870,15 @@ static const sbx_runtime_ops docker_ops = {
     .claim = docker_claim,
     .pause = docker_pause,
     .resume = docker_resume,
-    .destroy = docker_destroy,
-    .forget = docker_forget,
+    .teardown = docker_teardown,
+    .release = docker_release,
     .alive = docker_alive,
-    .execd_socket = docker_execd_socket,
     .save = docker_save,
     .attach = docker_attach,
     .sweep = docker_sweep,
     .describe = docker_describe,
     .free = docker_free,
 };
-
-/* ---------- the image ---------- */
-
-struct tar_src {
-    int fd;
-};
-
-static size_t tar_read(char *buf, size_t len, void *ud)
-{
-    struct tar_src *t = ud;
-    for (;;) {
-        ssize_t n = read(t->fd, buf, len);
-        if (n >= 0)
-            return (size_t)n;
-        if (errno != EINTR)
-            return SBX_DOCKER_READ_ABORT;
-    }
-}
-
-/* docker import of the root filesystem: tar (execve with an argv, no shell)
- * streamed into POST /images/create?fromSrc=-, as export-docker.sh does. */
-static tk_status import_image(docker_rt *r, const sbx_image *img, char *err, size_t errlen)
-{
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) != 0) {
-        snprintf(err, errlen, "image import: pipe: %s", strerror(errno));
-        return TK_ERROR;
-    }
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, p[1], 1);
-    char *argv[] = {"tar",
-                    "-C",
-                    (char *)img->rootfs,
-                    "--numeric-owner",
-                    "--one-file-system",
-                    "--exclude=./dev/*",
-                    "--exclude=./proc/*",
-                    "--exclude=./sys/*",
-                    "-cf",
-                    "-",
-                    ".",
-                    NULL};
-    pid_t pid;
-    /* tar gets a clean environment, not the service's (its API key) */
-    char *envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", NULL};
-    int rc = posix_spawnp(&pid, "tar", &fa, NULL, argv, envp);
-    posix_spawn_file_actions_destroy(&fa);
-    close(p[1]);
-    if (rc != 0) {
-        close(p[0]);
-        snprintf(err, errlen, "image import: cannot run tar: %s", strerror(rc));
-        return TK_ERROR;
-    }
-    char *repo = sbx_docker_qescape(SBX_IMAGE_NAME);
-    char *tag = sbx_docker_qescape(img->hash);
-    char msg[128];
-    snprintf(msg, sizeof msg,
-             "tusko-sandbox %s (images/sandbox/build.sh, imported by tusko-sandboxd)", img->hash);
-    char *emsg = sbx_docker_qescape(msg);
-    static const char *const changes[] = {
-        "ENV LANG=C.UTF-8",
-        "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-        "WORKDIR /workspace",
-        "CMD [\"/bin/bash\"]",
-    };
-    tk_buf q;
-    tk_buf_init(&q, 8192);
-    tk_buf_printf(&q, "/images/create?fromSrc=-&repo=%s&tag=%s&message=%s", repo, tag, emsg);
-    for (size_t i = 0; i < TK_ARRAY_LEN(changes); i++) {
-        char *c = sbx_docker_qescape(changes[i]);
-        tk_buf_printf(&q, "&changes=%s", c);
-        free(c);
-    }
-    free(repo);
-    free(tag);
-    free(emsg);
-    tk_info("docker",
-            "msg=\"importing the sandbox image into Docker (once per recipe; about a "
-            "minute)\" rootfs=%s image=%s",
-            img->rootfs, r->image);
-    int64_t t0 = tk_mono_ms();
-    struct tar_src src = {p[0]};
-    tk_status st = sbx_docker_upload(r->dk, tk_buf_cstr(&q), "application/x-tar", tar_read, &src,
-                                     30L * 60 * 1000, err, errlen);
-    tk_buf_free(&q);
-    close(p[0]);
-    if (st != TK_OK)
-        kill(pid, SIGKILL);
-    int ws = 0;
-    while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
-        ;
-    if (st == TK_OK && !(WIFEXITED(ws) && WEXITSTATUS(ws) == 0)) {
-        snprintf(err, errlen, "image import: tar of %s failed (status %d)", img->rootfs, ws);
-        st = TK_ERROR;
-    }
-    if (st == TK_OK)
-        tk_info("docker", "msg=\"sandbox image imported\" image=%s ms=%lld", r->image,
-                (long long)(tk_mono_ms() - t0));
-    return st;
-}
-
-/* The image's id when the engine has ref; TK_ENOENT when it has not. */
-static tk_status image_id(docker_rt *r, const char *ref, char *id, size_t idlen, char *err,
-                          size_t errlen)
-{
-    char *e = sbx_docker_qescape(ref);
-    char *path = tk_asprintf("/images/%s/json", e);
-    free(e);
-    json_t *j;
-    tk_status st = dk(r, "image", "GET", path, NULL, OK_200, &j, err, errlen);
-    free(path);
-    if (st == TK_OK) {
-        snprintf(id, idlen, "%s", tk_json_str_or(j, "Id", "?"));
-        json_decref(j);
-    }
-    return st;
-}
-
-static tk_status find_or_import_image(docker_rt *r, const sbx_runtime_config *cfg, char *err,
-                                      size_t errlen)
-{
-    char e[768];
-    if (cfg->docker_image && *cfg->docker_image) {
-        snprintf(r->image, sizeof r->image, "%s", cfg->docker_image);
-        tk_status st = image_id(r, r->image, r->image_id, sizeof r->image_id, e, sizeof e);
-        if (st == TK_ENOENT)
-            snprintf(err, errlen,
-                     "SANDBOX_DOCKER_IMAGE=%s: the engine has no such image (load or import it, "
-                     "or leave the setting empty to import SANDBOX_IMAGE_DIR)",
-                     r->image);
-        else if (st != TK_OK)
-            snprintf(err, errlen, "%s", e);
-        return st;
-    }
-    sbx_image img;
-    if (sbx_image_find(cfg->image_dir, &img, e, sizeof e) != TK_OK) {
-        snprintf(err, errlen, "the docker runtime imports the sandbox image, but: %s", e);
-        return TK_ERROR;
-    }
-    if (!img.hash[0]) {
-        snprintf(err, errlen,
-                 "the sandbox image at %s has no recipe hash (image.json) to tag the Docker image "
-                 "with: build it with images/sandbox/build.sh, or set SANDBOX_DOCKER_IMAGE",
-                 img.rootfs);
-        return TK_ERROR;
-    }
-    snprintf(r->image, sizeof r->image, "%s:%s", SBX_IMAGE_NAME, img.hash);
-    tk_status st = image_id(r, r->image, r->image_id, sizeof r->image_id, e, sizeof e);
-    if (st == TK_ENOENT) {
-        if (import_image(r, &img, e, sizeof e) != TK_OK) {
-            snprintf(err, errlen, "the sandbox image could not be imported into Docker as %s: %s",
-                     r->image, e);
-            return TK_ERROR;
-        }
-        st = image_id(r, r->image, r->image_id, sizeof r->image_id, e, sizeof e);
-    }
-    if (st != TK_OK)
-        snprintf(err, errlen, "%s", e);
-    return st;
-}
 
 /* ---------- open ---------- */
 
@@ -1062,7 +900,18 @@ static int api_at_least(const char *api, int major, int minor)
     return a > major || (a == major && b >= minor);
 }
 
-sbx_runtime *sbx_runtime_docker_open(const sbx_runtime_config *cfg, char *err, size_t errlen)
+static char *opt_host, *opt_image;
+
+static tk_setting docker_settings[] = {
+    {"DOCKER_HOST", "docker-host", TK_SET_STR, SBX_DOCKER_DEFAULT_HOST,
+     "docker runtime: the engine's unix socket", .out = &opt_host},
+    {"SANDBOX_DOCKER_IMAGE", "docker-image", TK_SET_STR, NULL,
+     "docker runtime: an image to use as it is (default: import SANDBOX_IMAGE_DIR as "
+     "tusko-sandbox:<recipe hash> when missing)",
+     .out = &opt_image},
+};
+
+static sbx_runtime *docker_open(const sbx_runtime_config *cfg, char *err, size_t errlen)
 {
     docker_rt *r = tk_calloc(1, sizeof *r);
     char e[768];
@@ -1077,7 +926,7 @@ sbx_runtime *sbx_runtime_docker_open(const sbx_runtime_config *cfg, char *err, s
     }
     snprintf(r->tag, sizeof r->tag, "%08llx", fnv1a(r->state_dir) & 0xffffffffULL);
     /* <state>/sandboxes/<uuid>/run/execd.sock must fit a unix socket path */
-    if (strlen(r->state_dir) + strlen("/sandboxes/") + 36 + strlen("/run/" SBX_DK_SOCK) >=
+    if (strlen(r->state_dir) + strlen("/sandboxes/") + 36 + strlen("/run/" SBX_DOCKER_SPEC_SOCK) >=
         sizeof(((struct sockaddr_un *)0)->sun_path)) {
         snprintf(r->short_dir, sizeof r->short_dir, "/run/tusko-sandboxd.%s", r->tag);
         if ((mkdir(r->short_dir, 0700) < 0 && errno != EEXIST) || chmod(r->short_dir, 0700) != 0) {
@@ -1094,7 +943,7 @@ sbx_runtime *sbx_runtime_docker_open(const sbx_runtime_config *cfg, char *err, s
                  cfg->execd_path);
         goto fail;
     }
-    r->dk = sbx_docker_new(cfg->docker_host, err, errlen);
+    r->dk = sbx_docker_new(opt_host, err, errlen);
     if (!r->dk)
         goto fail;
     if (sbx_docker_version(r->dk, r->version, sizeof r->version, r->api, sizeof r->api, err,
@@ -1107,13 +956,14 @@ sbx_runtime *sbx_runtime_docker_open(const sbx_runtime_config *cfg, char *err, s
                  sbx_docker_host(r->dk), r->api, r->version);
         goto fail;
     }
-    json_t *prof = sbx_dk_seccomp_profile(err, errlen);
+    json_t *prof = sbx_docker_spec_seccomp(err, errlen);
     if (!prof)
         goto fail;
     r->seccomp_rules = json_array_size(json_object_get(prof, "syscalls"));
     r->seccomp = tk_json_dumps(prof);
     json_decref(prof);
-    if (find_or_import_image(r, cfg, e, sizeof e) != TK_OK) {
+    if (sbx_docker_image_ensure(r->dk, opt_image, cfg->image_dir, r->image, sizeof r->image,
+                                r->image_id, sizeof r->image_id, e, sizeof e) != TK_OK) {
         snprintf(err, errlen, "%s", e);
         goto fail;
     }
@@ -1121,7 +971,7 @@ sbx_runtime *sbx_runtime_docker_open(const sbx_runtime_config *cfg, char *err, s
              "docker engine=%s api=%s host=%s image=%s (%.19s) service_tag=%s network=none "
              "seccomp=deny-list(%zu rules) caps=none readonly_root=1 user=%d execd=%s sockets=%s",
              r->version, r->api, sbx_docker_host(r->dk), r->image, r->image_id, r->tag,
-             r->seccomp_rules, SBX_DK_UID, r->execd_path,
+             r->seccomp_rules, SBX_DOCKER_SPEC_UID, r->execd_path,
              r->short_dir[0] ? r->short_dir : "<state>/sandboxes/<id>/run");
     sbx_runtime *rt = tk_calloc(1, sizeof *rt);
     rt->ops = &docker_ops;
@@ -1135,3 +985,10 @@ fail:
     free(r);
     return NULL;
 }
+
+const sbx_runtime_kind sbx_runtime_docker = {
+    .name = "docker",
+    .settings = docker_settings,
+    .nsettings = TK_ARRAY_LEN(docker_settings),
+    .open = docker_open,
+};

@@ -70,24 +70,28 @@ typedef struct {
     char desc[512];
 } native_rt;
 
-struct sbx_instance {
-    char id[SBX_ID_MAX];
+typedef struct {
+    sbx_instance base; /* id, sock */
     char dir[PATH_MAX];
-    char sock[108];
     pid_t pid;
     unsigned long long starttime;
     int sync_fd; /* -1 once attached after a restart */
     int pidfd;
     int own_child;
     int exited;
-};
+} native_inst;
 
 static native_rt *RT(sbx_runtime *rt)
 {
     return rt->impl;
 }
 
-static int native_alive(sbx_runtime *rt, sbx_instance *in);
+static native_inst *NI(sbx_instance *in)
+{
+    return (native_inst *)in;
+}
+
+static int native_alive(sbx_runtime *rt, sbx_instance *inst);
 
 /* Field 22 of /proc/<pid>/stat: the start time in clock ticks since boot. */
 static unsigned long long proc_starttime(pid_t pid)
@@ -139,7 +143,7 @@ static tk_status write_proc(pid_t pid, const char *file, const char *value, char
 }
 
 /* Waits up to timeout_ms for one message from the child. */
-static tk_status wait_reply(sbx_instance *in, long timeout_ms, const char *what, char *err,
+static tk_status wait_reply(native_inst *in, long timeout_ms, const char *what, char *err,
                             size_t errlen)
 {
     struct pollfd pf = {in->sync_fd, POLLIN, 0};
@@ -180,11 +184,11 @@ static tk_status wait_reply(sbx_instance *in, long timeout_ms, const char *what,
 /* Waits until execd answers on its socket (a pool member's: a claim should find
  * it loaded and serving, not still starting). The connection itself always
  * succeeds (we bound the socket); the answer comes once execd serves. */
-static tk_status wait_served(sbx_instance *in, long timeout_ms, char *err, size_t errlen)
+static tk_status wait_served(native_inst *in, long timeout_ms, char *err, size_t errlen)
 {
     static const char req[] = "GET /healthz HTTP/1.0\r\n\r\n";
     struct sockaddr_un sun = {.sun_family = AF_UNIX};
-    snprintf(sun.sun_path, sizeof sun.sun_path, "%s", in->sock);
+    snprintf(sun.sun_path, sizeof sun.sun_path, "%s", in->base.sock);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     tk_status st = TK_ERROR;
     if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof sun) != 0 ||
@@ -229,7 +233,7 @@ out:
     return st;
 }
 
-static void instance_free(sbx_instance *in)
+static void instance_free(native_inst *in)
 {
     if (in->sync_fd >= 0)
         close(in->sync_fd);
@@ -239,7 +243,7 @@ static void instance_free(sbx_instance *in)
 }
 
 /* Kills the sandbox's processes and frees its cgroups and socket. */
-static void teardown(native_rt *r, sbx_instance *in)
+static void teardown(native_rt *r, native_inst *in)
 {
     char err[512];
     if (in->pid > 0 && !in->exited) {
@@ -252,7 +256,7 @@ static void teardown(native_rt *r, sbx_instance *in)
         }
     }
     /* killing init kills its pid namespace; thawing lets frozen tasks die */
-    sbx_cg_kill_all(r->cg, in->id);
+    sbx_cgroup_kill_all(r->cg, in->base.id);
     if (in->pid > 0 && !in->exited) {
         if (in->own_child) {
             int st;
@@ -264,11 +268,11 @@ static void teardown(native_rt *r, sbx_instance *in)
         }
         in->exited = 1;
     }
-    if (sbx_cg_remove(r->cg, in->id, 5000, err, sizeof err) != TK_OK)
-        tk_error("native", "msg=\"cannot remove the sandbox's cgroup\" id=%s error=\"%s\"", in->id,
-                 err);
-    if (in->sock[0])
-        unlink(in->sock);
+    if (sbx_cgroup_remove(r->cg, in->base.id, 5000, err, sizeof err) != TK_OK)
+        tk_error("native", "msg=\"cannot remove the sandbox's cgroup\" id=%s error=\"%s\"",
+                 in->base.id, err);
+    if (in->base.sock[0])
+        unlink(in->base.sock);
 }
 
 static tk_status native_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instance **out, char *err,
@@ -276,15 +280,15 @@ static tk_status native_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
 {
     native_rt *r = RT(rt);
     *out = NULL;
-    sbx_instance *in = tk_calloc(1, sizeof *in);
+    native_inst *in = tk_calloc(1, sizeof *in);
     in->sync_fd = -1;
     in->pidfd = -1;
     in->own_child = 1;
-    snprintf(in->id, sizeof in->id, "%s", spec->id);
+    snprintf(in->base.id, sizeof in->base.id, "%s", spec->id);
     int lfd = -1, sv[2] = {-1, -1};
     char *tok_env = NULL;
     tk_buf go;
-    tk_buf_init(&go, SBX_CHILD_MAX_MSG);
+    tk_buf_init(&go, SBX_NATIVE_CHILD_MAX_MSG);
 
     /* dir */
     snprintf(in->dir, sizeof in->dir, "%s/sandboxes/%s", r->state_dir, spec->id);
@@ -295,23 +299,23 @@ static tk_status native_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
     /* socket */
     struct sockaddr_un sun = {.sun_family = AF_UNIX};
     if (r->short_dir[0])
-        snprintf(in->sock, sizeof in->sock, "%s/%s.sock", r->short_dir, spec->id);
+        snprintf(in->base.sock, sizeof in->base.sock, "%s/%s.sock", r->short_dir, spec->id);
     else
-        snprintf(in->sock, sizeof in->sock, "%s/execd.sock", in->dir);
-    if (strlen(in->sock) >= sizeof sun.sun_path - 1) {
-        snprintf(err, errlen, "socket: the path %s is too long for a unix socket", in->sock);
-        in->sock[0] = '\0';
+        snprintf(in->base.sock, sizeof in->base.sock, "%s/execd.sock", in->dir);
+    if (strlen(in->base.sock) >= sizeof sun.sun_path - 1) {
+        snprintf(err, errlen, "socket: the path %s is too long for a unix socket", in->base.sock);
+        in->base.sock[0] = '\0';
         goto fail;
     }
-    snprintf(sun.sun_path, sizeof sun.sun_path, "%s", in->sock);
+    snprintf(sun.sun_path, sizeof sun.sun_path, "%s", in->base.sock);
     lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    unlink(in->sock);
+    unlink(in->base.sock);
     if (lfd < 0 || bind(lfd, (struct sockaddr *)&sun, sizeof sun) < 0 || listen(lfd, 128) < 0) {
-        snprintf(err, errlen, "socket: bind %s: %s", in->sock, strerror(errno));
+        snprintf(err, errlen, "socket: bind %s: %s", in->base.sock, strerror(errno));
         goto fail;
     }
     /* cgroup */
-    if (sbx_cg_create(r->cg, in->id, &spec->limits, err, errlen) != TK_OK)
+    if (sbx_cgroup_create(r->cg, in->base.id, &spec->limits, err, errlen) != TK_OK)
         goto fail;
     /* the child's configuration, prepared before clone (the child cannot allocate) */
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
@@ -338,12 +342,12 @@ static tk_status native_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
     execd_env[ne++] = tok_env;
     execd_env[ne] = NULL;
     user_env[nu] = NULL;
-    if (sbx_child_payload(&go, 'G', spec->env, spec->entrypoint) != TK_OK) {
+    if (sbx_native_child_payload(&go, 'G', spec->env, spec->entrypoint) != TK_OK) {
         snprintf(err, errlen, "the environment and entrypoint are larger than %d bytes",
-                 SBX_CHILD_MAX_MSG);
+                 SBX_NATIVE_CHILD_MAX_MSG);
         goto fail;
     }
-    sbx_child_cfg cc = {
+    sbx_native_child_cfg cc = {
         .rootfs = r->img.rootfs,
         .execd_path = r->execd_path,
         .workspace_opts = r->ws_opts,
@@ -364,7 +368,7 @@ static tk_status native_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
     /* v2: born in its cgroup (clone3 + CLONE_INTO_CGROUP), no migration to pay */
     pid_t pid = -1;
     int born_in_cgroup = 0;
-    int cgfd = sbx_cg_open_dir(r->cg, in->id);
+    int cgfd = sbx_cgroup_open_dir(r->cg, in->base.id);
     if (cgfd >= 0) {
         struct clone_args ca;
         memset(&ca, 0, sizeof ca);
@@ -373,14 +377,14 @@ static tk_status native_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
         ca.cgroup = (uint64_t)cgfd;
         pid = (pid_t)syscall(SYS_clone3, &ca, sizeof ca);
         if (pid == 0)
-            sbx_child_main(&cc);
+            sbx_native_child_main(&cc);
         close(cgfd);
         born_in_cgroup = pid > 0;
     }
     if (pid < 0)
         pid = (pid_t)syscall(SYS_clone, flags, 0, 0, 0, 0);
     if (pid == 0)
-        sbx_child_main(&cc);
+        sbx_native_child_main(&cc);
     if (pid < 0) {
         snprintf(err, errlen, "clone: %s", strerror(errno));
         goto fail;
@@ -408,7 +412,7 @@ static tk_status native_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
         goto fail;
     }
     /* attach */
-    if (!born_in_cgroup && sbx_cg_attach(r->cg, in->id, pid, err, errlen) != TK_OK)
+    if (!born_in_cgroup && sbx_cgroup_attach(r->cg, in->base.id, pid, err, errlen) != TK_OK)
         goto fail;
     if (send(in->sync_fd, "A", 1, MSG_NOSIGNAL) != 1) {
         snprintf(err, errlen, "attach: send: %s", strerror(errno));
@@ -427,12 +431,12 @@ static tk_status native_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
     tk_debug("native",
              "msg=\"started\" id=%s clone_ms=%.3f maps_ms=%.3f attach_ms=%.3f child_ms=%.3f "
              "served_ms=%.3f",
-             in->id, (double)(t_clone - t_prep) / 1e6, (double)(t_maps - t_clone) / 1e6,
+             in->base.id, (double)(t_clone - t_prep) / 1e6, (double)(t_maps - t_clone) / 1e6,
              (double)(t_go - t_maps) / 1e6, (double)(t_ready - t_go) / 1e6,
              (double)(tk_mono_ns() - t_ready) / 1e6);
     free(tok_env);
     tk_buf_free(&go);
-    *out = in;
+    *out = &in->base;
     return TK_OK;
 fail:
     if (lfd >= 0)
@@ -448,12 +452,13 @@ fail:
     return TK_ERROR;
 }
 
-static tk_status native_claim(sbx_runtime *rt, sbx_instance *in, const sbx_spec *spec, char *err,
+static tk_status native_claim(sbx_runtime *rt, sbx_instance *inst, const sbx_spec *spec, char *err,
                               size_t errlen)
 {
+    native_inst *in = NI(inst);
     native_rt *r = RT(rt);
     int64_t t0 = tk_mono_ns();
-    if (sbx_cg_set_limits(r->cg, in->id, &spec->limits, err, errlen) != TK_OK)
+    if (sbx_cgroup_set_limits(r->cg, in->base.id, &spec->limits, err, errlen) != TK_OK)
         return TK_ERROR;
     int64_t t1 = tk_mono_ns();
     if (in->sync_fd < 0) {
@@ -462,11 +467,11 @@ static tk_status native_claim(sbx_runtime *rt, sbx_instance *in, const sbx_spec 
         return TK_ERROR;
     }
     tk_buf b;
-    tk_buf_init(&b, SBX_CHILD_MAX_MSG);
-    tk_status st = sbx_child_payload(&b, 'C', spec->env, spec->entrypoint);
+    tk_buf_init(&b, SBX_NATIVE_CHILD_MAX_MSG);
+    tk_status st = sbx_native_child_payload(&b, 'C', spec->env, spec->entrypoint);
     if (st != TK_OK) {
         snprintf(err, errlen, "the environment and entrypoint are larger than %d bytes",
-                 SBX_CHILD_MAX_MSG);
+                 SBX_NATIVE_CHILD_MAX_MSG);
     } else if (send(in->sync_fd, b.data, b.len, MSG_NOSIGNAL) != (ssize_t)b.len) {
         snprintf(err, errlen, "claim: send: %s", strerror(errno));
         st = TK_ERROR;
@@ -476,44 +481,40 @@ static tk_status native_claim(sbx_runtime *rt, sbx_instance *in, const sbx_spec 
     } else {
         /* execd stays as it is; the init starts the entrypoint on its own time
          * (its answer is left unread) */
-        st = native_alive(rt, in) ? TK_OK : TK_ERROR;
+        st = native_alive(rt, inst) ? TK_OK : TK_ERROR;
         if (st != TK_OK)
             snprintf(err, errlen, "claim: the pooled sandbox has exited");
     }
     tk_buf_free(&b);
-    tk_debug("native", "msg=\"claimed\" id=%s limits_ms=%.3f init_ms=%.3f", in->id,
+    tk_debug("native", "msg=\"claimed\" id=%s limits_ms=%.3f init_ms=%.3f", in->base.id,
              (double)(t1 - t0) / 1e6, (double)(tk_mono_ns() - t1) / 1e6);
     return st;
 }
 
 static tk_status native_pause(sbx_runtime *rt, sbx_instance *in, char *err, size_t errlen)
 {
-    return sbx_cg_freeze(RT(rt)->cg, in->id, 1, 5000, err, errlen);
+    return sbx_cgroup_freeze(RT(rt)->cg, in->id, 1, 5000, err, errlen);
 }
 
 static tk_status native_resume(sbx_runtime *rt, sbx_instance *in, char *err, size_t errlen)
 {
-    return sbx_cg_freeze(RT(rt)->cg, in->id, 0, 5000, err, errlen);
+    return sbx_cgroup_freeze(RT(rt)->cg, in->id, 0, 5000, err, errlen);
 }
 
-static void native_destroy(sbx_runtime *rt, sbx_instance *in)
+static void native_teardown(sbx_runtime *rt, sbx_instance *in)
 {
-    if (!in)
-        return;
-    teardown(RT(rt), in);
-    instance_free(in);
+    teardown(RT(rt), NI(in));
 }
 
-static void native_forget(sbx_runtime *rt, sbx_instance *in)
+static void native_release(sbx_instance *in)
 {
-    (void)rt;
-    if (in)
-        instance_free(in);
+    instance_free(NI(in));
 }
 
-static int native_alive(sbx_runtime *rt, sbx_instance *in)
+static int native_alive(sbx_runtime *rt, sbx_instance *inst)
 {
     (void)rt;
+    native_inst *in = NI(inst);
     if (in->exited)
         return 0;
     if (in->own_child) {
@@ -540,16 +541,12 @@ static int native_alive(sbx_runtime *rt, sbx_instance *in)
     return 1;
 }
 
-static const char *native_execd_socket(sbx_instance *in)
+static json_t *native_save(sbx_instance *inst)
 {
-    return in->sock;
-}
-
-static json_t *native_save(sbx_instance *in)
-{
+    native_inst *in = NI(inst);
     return tk_json_obj("pid", json_integer(in->pid), "starttime",
-                       json_integer((json_int_t)in->starttime), "socket", json_string(in->sock),
-                       NULL);
+                       json_integer((json_int_t)in->starttime), "socket",
+                       json_string(in->base.sock), NULL);
 }
 
 static tk_status native_attach(sbx_runtime *rt, const char *id, const json_t *saved, int paused,
@@ -566,36 +563,36 @@ static tk_status native_attach(sbx_runtime *rt, const char *id, const json_t *sa
         snprintf(err, errlen, "attach: process %lld is gone", (long long)pid);
         return TK_ENOENT;
     }
-    if (sbx_cg_count(r->cg, id) <= 0) {
+    if (sbx_cgroup_count(r->cg, id) <= 0) {
         snprintf(err, errlen, "attach: the cgroup of %s is gone or empty", id);
         return TK_ENOENT;
     }
-    sbx_instance *in = tk_calloc(1, sizeof *in);
+    native_inst *in = tk_calloc(1, sizeof *in);
     in->sync_fd = -1;
     in->pid = (pid_t)pid;
     in->starttime = (unsigned long long)start;
     in->pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
-    snprintf(in->id, sizeof in->id, "%s", id);
+    snprintf(in->base.id, sizeof in->base.id, "%s", id);
     snprintf(in->dir, sizeof in->dir, "%s/sandboxes/%s", r->state_dir, id);
     const char *saved_sock = tk_json_str(saved, "socket");
-    if (saved_sock && strlen(saved_sock) < sizeof in->sock)
-        snprintf(in->sock, sizeof in->sock, "%s", saved_sock);
+    if (saved_sock && strlen(saved_sock) < sizeof in->base.sock)
+        snprintf(in->base.sock, sizeof in->base.sock, "%s", saved_sock);
     else
-        snprintf(in->sock, sizeof in->sock, "%s/execd.sock", in->dir);
+        snprintf(in->base.sock, sizeof in->base.sock, "%s/execd.sock", in->dir);
     struct stat sb;
-    if (stat(in->sock, &sb) != 0 || !S_ISSOCK(sb.st_mode)) {
-        snprintf(err, errlen, "attach: %s is gone", in->sock);
-        in->sock[0] = '\0';
+    if (stat(in->base.sock, &sb) != 0 || !S_ISSOCK(sb.st_mode)) {
+        snprintf(err, errlen, "attach: %s is gone", in->base.sock);
+        in->base.sock[0] = '\0';
         teardown(r, in);
         instance_free(in);
         return TK_ENOENT;
     }
-    int frozen = sbx_cg_frozen(r->cg, id);
+    int frozen = sbx_cgroup_frozen(r->cg, id);
     if (frozen != paused) {
         char e2[256];
-        sbx_cg_freeze(r->cg, id, paused, 5000, e2, sizeof e2);
+        sbx_cgroup_freeze(r->cg, id, paused, 5000, e2, sizeof e2);
     }
-    *out = in;
+    *out = &in->base;
     return TK_OK;
 }
 
@@ -603,7 +600,7 @@ static void native_sweep(sbx_runtime *rt, const char *const *keep, size_t n)
 {
     native_rt *r = RT(rt);
     char **names;
-    size_t count = sbx_cg_list(r->cg, &names);
+    size_t count = sbx_cgroup_list(r->cg, &names);
     for (size_t i = 0; i < count; i++) {
         int kept = 0;
         for (size_t j = 0; j < n; j++)
@@ -613,11 +610,11 @@ static void native_sweep(sbx_runtime *rt, const char *const *keep, size_t n)
             continue;
         char err[256];
         tk_info("native", "msg=\"removing a leftover sandbox cgroup\" id=%s", names[i]);
-        if (sbx_cg_remove(r->cg, names[i], 5000, err, sizeof err) != TK_OK)
+        if (sbx_cgroup_remove(r->cg, names[i], 5000, err, sizeof err) != TK_OK)
             tk_error("native", "msg=\"cannot remove a leftover cgroup\" id=%s error=\"%s\"",
                      names[i], err);
     }
-    sbx_cg_list_free(names, count);
+    sbx_cgroup_list_free(names, count);
     if (r->short_dir[0]) {
         DIR *d = opendir(r->short_dir);
         struct dirent *de;
@@ -652,7 +649,7 @@ static void native_free(sbx_runtime *rt)
     native_rt *r = RT(rt);
     if (r->short_dir[0])
         rmdir(r->short_dir); /* only when no sandbox is left */
-    sbx_cg_close(r->cg);
+    sbx_cgroup_close(r->cg);
     sbx_seccomp_free(&r->filter);
     free(r);
     free(rt);
@@ -664,10 +661,9 @@ static const sbx_runtime_ops native_ops = {
     .claim = native_claim,
     .pause = native_pause,
     .resume = native_resume,
-    .destroy = native_destroy,
-    .forget = native_forget,
+    .teardown = native_teardown,
+    .release = native_release,
     .alive = native_alive,
-    .execd_socket = native_execd_socket,
     .save = native_save,
     .attach = native_attach,
     .sweep = native_sweep,
@@ -708,7 +704,23 @@ static unsigned long long fnv1a(const char *s)
     return h;
 }
 
-sbx_runtime *sbx_runtime_native_open(const sbx_runtime_config *cfg, char *err, size_t errlen)
+static char *opt_userns;
+
+static int check_userns(const char *v, char *msg, size_t msglen)
+{
+    if (strcmp(v, "auto") && strcmp(v, "on") && strcmp(v, "off")) {
+        snprintf(msg, msglen, "must be auto, on or off");
+        return 1;
+    }
+    return 0;
+}
+
+static tk_setting native_settings[] = {
+    {"SANDBOX_USERNS", "userns", TK_SET_STR, "auto",
+     "run sandboxes in a user namespace: auto, on, off", .out = &opt_userns, .check = check_userns},
+};
+
+static sbx_runtime *native_open(const sbx_runtime_config *cfg, char *err, size_t errlen)
 {
     native_rt *r = tk_calloc(1, sizeof *r);
     snprintf(r->state_dir, sizeof r->state_dir, "%s", cfg->state_dir);
@@ -730,7 +742,7 @@ sbx_runtime *sbx_runtime_native_open(const sbx_runtime_config *cfg, char *err, s
         goto fail;
     char group[64];
     snprintf(group, sizeof group, "tusko-sandboxd.%08llx", fnv1a(r->state_dir) & 0xffffffffULL);
-    r->cg = sbx_cg_open(group, NULL, err, errlen);
+    r->cg = sbx_cgroup_open(group, NULL, err, errlen);
     if (!r->cg)
         goto fail;
     /* <state>/sandboxes/<36-char id>/execd.sock must fit sun_path (107 bytes) */
@@ -745,7 +757,7 @@ sbx_runtime *sbx_runtime_native_open(const sbx_runtime_config *cfg, char *err, s
         }
         chmod(r->short_dir, 0700);
     }
-    const char *u = cfg->userns ? cfg->userns : "auto";
+    const char *u = opt_userns ? opt_userns : "auto";
     if (strcmp(u, "off") == 0) {
         r->userns = 0;
     } else {
@@ -770,7 +782,7 @@ sbx_runtime *sbx_runtime_native_open(const sbx_runtime_config *cfg, char *err, s
     snprintf(r->desc, sizeof r->desc,
              "native namespaces=mnt,pid,net,ipc,uts,cgroup%s cgroups=\"%s\" group=%s seccomp=%u "
              "image=%s execd=%s%s%s",
-             r->userns ? ",user" : "", sbx_cg_describe(r->cg), group, (unsigned)r->filter.len,
+             r->userns ? ",user" : "", sbx_cgroup_describe(r->cg), group, (unsigned)r->filter.len,
              r->img.rootfs, r->execd_path, r->short_dir[0] ? " sockets=" : "", r->short_dir);
     sbx_runtime *rt = tk_calloc(1, sizeof *rt);
     rt->ops = &native_ops;
@@ -778,20 +790,15 @@ sbx_runtime *sbx_runtime_native_open(const sbx_runtime_config *cfg, char *err, s
     return rt;
 fail:
     if (r->cg)
-        sbx_cg_close(r->cg);
+        sbx_cgroup_close(r->cg);
     sbx_seccomp_free(&r->filter);
     free(r);
     return NULL;
 }
 
-sbx_runtime *sbx_runtime_open(const char *name, const sbx_runtime_config *cfg, char *err,
-                              size_t errlen)
-{
-    if (!name || strcmp(name, "native") == 0)
-        return sbx_runtime_native_open(cfg, err, errlen);
-    if (strcmp(name, "docker") == 0) /* runtime_docker.c */
-        return sbx_runtime_docker_open(cfg, err, errlen);
-    snprintf(err, errlen, "SANDBOX_RUNTIME=%s is not available (this build has: native, docker)",
-             name);
-    return NULL;
-}
+const sbx_runtime_kind sbx_runtime_native = {
+    .name = "native",
+    .settings = native_settings,
+    .nsettings = TK_ARRAY_LEN(native_settings),
+    .open = native_open,
+};

@@ -13,14 +13,14 @@ static const char *const names[] = {
     [SBX_TERMINATED] = "Terminated", [SBX_FAILED] = "Failed",     [SBX_POOLED] = "Pooled",
 };
 
-const char *sbx_state_name(sbx_state s)
+const char *sbx_sandbox_state_name(sbx_state s)
 {
     if ((unsigned)s >= TK_ARRAY_LEN(names))
         return NULL;
     return names[s];
 }
 
-tk_status sbx_state_parse(const char *name, sbx_state *out)
+tk_status sbx_sandbox_state_parse(const char *name, sbx_state *out)
 {
     for (unsigned i = 0; i < TK_ARRAY_LEN(names); i++) {
         if (i == SBX_POOLED)
@@ -62,7 +62,7 @@ static json_t *limits_json(const sbx_limits *l)
 
 json_t *sbx_sandbox_json(const sbx_sandbox *s, int full)
 {
-    json_t *status = tk_json_obj("state", json_string(sbx_state_name(s->state)), NULL);
+    json_t *status = tk_json_obj("state", json_string(sbx_sandbox_state_name(s->state)), NULL);
     if (s->reason[0])
         json_object_set_new(status, "reason", json_string(s->reason));
     if (s->message[0])
@@ -86,10 +86,10 @@ json_t *sbx_sandbox_record(const sbx_sandbox *s, json_t *runtime)
 {
     json_t *j = tk_json_obj(
         "version", json_integer(1), "id", json_string(s->id), "token", json_string(s->token),
-        "state", json_string(sbx_state_name(s->state)), "reason", json_string(s->reason), "message",
-        json_string(s->message), "transitionMs", json_integer(s->transition_ms), "createdMs",
-        json_integer(s->created_ms), "expiresMs", json_integer(s->expires_ms), "renewExtendS",
-        json_integer(s->renew_extend_s), "image", json_string(s->image), "memory",
+        "state", json_string(sbx_sandbox_state_name(s->state)), "reason", json_string(s->reason),
+        "message", json_string(s->message), "transitionMs", json_integer(s->transition_ms),
+        "createdMs", json_integer(s->created_ms), "expiresMs", json_integer(s->expires_ms),
+        "renewExtendS", json_integer(s->renew_extend_s), "image", json_string(s->image), "memory",
         json_integer(s->limits.memory_bytes), "cpuMillis", json_integer(s->limits.cpu_millis),
         "pids", json_integer(s->limits.pids), "metadata",
         s->metadata ? json_deep_copy(s->metadata) : json_object(), "entrypoint",
@@ -112,7 +112,7 @@ tk_status sbx_sandbox_from_record(sbx_sandbox *s, const json_t *rec, const json_
     *pooled = tk_json_bool_or(rec, "pool", 0);
     if (*pooled)
         s->state = SBX_POOLED;
-    else if (sbx_state_parse(st, &s->state) != TK_OK)
+    else if (sbx_sandbox_state_parse(st, &s->state) != TK_OK)
         return TK_EINVAL;
     snprintf(s->reason, sizeof s->reason, "%s", tk_json_str_or(rec, "reason", ""));
     snprintf(s->message, sizeof s->message, "%s", tk_json_str_or(rec, "message", ""));

@@ -3,7 +3,7 @@
  * what the request asked for, and its JSON forms (the API's Sandbox object and
  * the record kept on disk for restarts).
  *
- * A sandbox is reference counted (sbx_service_get/sbx_sandbox_unref) and its
+ * A sandbox is reference counted (sbx_service_get/sbx_service_unref) and its
  * fields are guarded by the owning service's mutex; the JSON functions must be
  * called with it held.
  */
@@ -29,9 +29,9 @@ typedef enum {
 } sbx_state;
 
 /* "Running", ... as the API spells them; NULL for an unknown value. */
-const char *sbx_state_name(sbx_state s);
+const char *sbx_sandbox_state_name(sbx_state s);
 /* TK_OK and *out for an API state name (case-insensitive). */
-tk_status sbx_state_parse(const char *name, sbx_state *out);
+tk_status sbx_sandbox_state_parse(const char *name, sbx_state *out);
 
 typedef struct sbx_sandbox {
     char id[SBX_ID_MAX];

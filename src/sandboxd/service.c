@@ -1,3 +1,4 @@
+#include "sandboxd/meta.h"
 #include "sandboxd/service.h"
 
 #include <errno.h>
@@ -12,9 +13,9 @@
 #include "lib/tktime.h"
 #include "sandboxd/store.h"
 
-static void result(sbx_result *res, int status, const char *code, const char *fmt, ...)
+static void result(sbx_service_result *res, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-static void result(sbx_result *res, int status, const char *code, const char *fmt, ...)
+static void result(sbx_service_result *res, int status, const char *code, const char *fmt, ...)
 {
     res->status = status;
     res->code = code;
@@ -79,7 +80,7 @@ sbx_sandbox *sbx_service_get(sbx_service *svc, const char *id)
     return s;
 }
 
-void sbx_sandbox_unref(sbx_service *svc, sbx_sandbox *s)
+void sbx_service_unref(sbx_service *svc, sbx_sandbox *s)
 {
     if (!s)
         return;
@@ -112,7 +113,7 @@ void sbx_service_finish(sbx_service *svc, sbx_sandbox *s, sbx_state final, const
     s->inst = NULL;
     pthread_mutex_unlock(&svc->mu);
     if (in && svc->rt)
-        svc->rt->ops->destroy(svc->rt, in);
+        sbx_runtime_destroy(svc->rt, in);
     sbx_store_remove(svc->state_dir, s->id);
     pthread_mutex_lock(&svc->mu);
     int pooled = s->state == SBX_POOLED;
@@ -121,6 +122,21 @@ void sbx_service_finish(sbx_service *svc, sbx_sandbox *s, sbx_state final, const
     if (pooled)
         sbx_service_unlink_locked(svc, s);
     pthread_mutex_unlock(&svc->mu);
+}
+
+/* The oldest ready member (the list is newest first): the one whose start-up
+ * work is most surely over. */
+static sbx_sandbox *pool_take_locked(sbx_service *svc)
+{
+    sbx_sandbox *found = NULL;
+    for (sbx_sandbox *s = svc->list; s; s = s->next)
+        if (s->state == SBX_POOLED && s->inst && !s->busy)
+            found = s;
+    if (found) {
+        found->busy = 1;
+        svc->pool_ready--;
+    }
+    return found;
 }
 
 static int live_count_locked(sbx_service *svc)
@@ -168,8 +184,8 @@ static void strings_free(const char **v)
     free(v);
 }
 
-tk_status sbx_service_create(sbx_service *svc, const sbx_create_req *req, sbx_sandbox **out,
-                             int *from_pool, sbx_result *res)
+tk_status sbx_service_create(sbx_service *svc, const sbx_service_create_req *req, sbx_sandbox **out,
+                             int *from_pool, sbx_service_result *res)
 {
     *out = NULL;
     *from_pool = 0;
@@ -190,7 +206,7 @@ tk_status sbx_service_create(sbx_service *svc, const sbx_create_req *req, sbx_sa
         return TK_ERROR;
     }
     sbx_service_touch_locked(svc);
-    sbx_sandbox *s = sbx_pool_take_locked(svc);
+    sbx_sandbox *s = pool_take_locked(svc);
     int pooled = s != NULL;
     if (!s) {
         s = sbx_service_new_locked(svc, SBX_PENDING);
@@ -239,7 +255,7 @@ tk_status sbx_service_create(sbx_service *svc, const sbx_create_req *req, sbx_sa
             pthread_mutex_lock(&svc->mu);
             s->inst = NULL;
             pthread_mutex_unlock(&svc->mu);
-            svc->rt->ops->destroy(svc->rt, in);
+            sbx_runtime_destroy(svc->rt, in);
             in = NULL;
             pooled = 0;
         }
@@ -253,7 +269,7 @@ tk_status sbx_service_create(sbx_service *svc, const sbx_create_req *req, sbx_sa
         tk_error("service", "msg=\"cannot start a sandbox\" id=%s error=\"%s\"", s->id, err);
         sbx_service_finish(svc, s, SBX_FAILED, "runtime_error", err);
         result(res, 500, "RUNTIME_ERROR", "the sandbox could not be started: %s", err);
-        sbx_sandbox_unref(svc, s);
+        sbx_service_unref(svc, s);
         return TK_ERROR;
     }
     pthread_mutex_lock(&svc->mu);
@@ -272,7 +288,7 @@ tk_status sbx_service_create(sbx_service *svc, const sbx_create_req *req, sbx_sa
 /* ---------- operations on one sandbox ---------- */
 
 /* Finds id and marks it busy; refuses what the state does not allow. */
-static sbx_sandbox *acquire(sbx_service *svc, const char *id, sbx_result *res)
+static sbx_sandbox *acquire(sbx_service *svc, const char *id, sbx_service_result *res)
 {
     pthread_mutex_lock(&svc->mu);
     sbx_sandbox *s = find_locked(svc, id);
@@ -283,7 +299,8 @@ static sbx_sandbox *acquire(sbx_service *svc, const char *id, sbx_result *res)
     }
     if (s->busy) {
         pthread_mutex_unlock(&svc->mu);
-        result(res, 409, "CONFLICT", "sandbox %s is %s; try again", id, sbx_state_name(s->state));
+        result(res, 409, "CONFLICT", "sandbox %s is %s; try again", id,
+               sbx_sandbox_state_name(s->state));
         return NULL;
     }
     s->busy = 1;
@@ -297,10 +314,10 @@ static void release(sbx_service *svc, sbx_sandbox *s)
     pthread_mutex_lock(&svc->mu);
     s->busy = 0;
     pthread_mutex_unlock(&svc->mu);
-    sbx_sandbox_unref(svc, s);
+    sbx_service_unref(svc, s);
 }
 
-tk_status sbx_service_delete(sbx_service *svc, const char *id, sbx_result *res)
+tk_status sbx_service_delete(sbx_service *svc, const char *id, sbx_service_result *res)
 {
     sbx_sandbox *s = acquire(svc, id, res);
     if (!s)
@@ -311,11 +328,11 @@ tk_status sbx_service_delete(sbx_service *svc, const char *id, sbx_result *res)
     pthread_mutex_unlock(&svc->mu);
     sbx_service_finish(svc, s, SBX_TERMINATED, "user_delete", "deleted");
     tk_info("service", "msg=\"sandbox deleted\" id=%s", id);
-    sbx_sandbox_unref(svc, s);
+    sbx_service_unref(svc, s);
     return TK_OK;
 }
 
-static tk_status pause_resume(sbx_service *svc, const char *id, int pause, sbx_result *res)
+static tk_status pause_resume(sbx_service *svc, const char *id, int pause, sbx_service_result *res)
 {
     sbx_sandbox *s = acquire(svc, id, res);
     if (!s)
@@ -324,7 +341,8 @@ static tk_status pause_resume(sbx_service *svc, const char *id, int pause, sbx_r
     sbx_state want = pause ? SBX_RUNNING : SBX_PAUSED;
     if (s->state != want || !s->inst) {
         result(res, 409, "CONFLICT", "sandbox %s is %s; %s needs it %s", id,
-               sbx_state_name(s->state), pause ? "pause" : "resume", sbx_state_name(want));
+               sbx_sandbox_state_name(s->state), pause ? "pause" : "resume",
+               sbx_sandbox_state_name(want));
         pthread_mutex_unlock(&svc->mu);
         release(svc, s);
         return TK_EINVAL;
@@ -353,18 +371,18 @@ static tk_status pause_resume(sbx_service *svc, const char *id, int pause, sbx_r
     return TK_OK;
 }
 
-tk_status sbx_service_pause(sbx_service *svc, const char *id, sbx_result *res)
+tk_status sbx_service_pause(sbx_service *svc, const char *id, sbx_service_result *res)
 {
     return pause_resume(svc, id, 1, res);
 }
 
-tk_status sbx_service_resume(sbx_service *svc, const char *id, sbx_result *res)
+tk_status sbx_service_resume(sbx_service *svc, const char *id, sbx_service_result *res)
 {
     return pause_resume(svc, id, 0, res);
 }
 
 tk_status sbx_service_renew(sbx_service *svc, const char *id, int64_t expires_ms, int64_t *out_ms,
-                            sbx_result *res)
+                            sbx_service_result *res)
 {
     pthread_mutex_lock(&svc->mu);
     sbx_sandbox *s = find_locked(svc, id);
@@ -394,7 +412,7 @@ tk_status sbx_service_renew(sbx_service *svc, const char *id, int64_t expires_ms
 }
 
 tk_status sbx_service_patch_metadata(sbx_service *svc, const char *id, const json_t *patch,
-                                     json_t **out, sbx_result *res)
+                                     json_t **out, sbx_service_result *res)
 {
     pthread_mutex_lock(&svc->mu);
     sbx_sandbox *s = find_locked(svc, id);
@@ -427,7 +445,7 @@ tk_status sbx_service_patch_metadata(sbx_service *svc, const char *id, const jso
     return TK_OK;
 }
 
-json_t *sbx_service_get_json(sbx_service *svc, const char *id, sbx_result *res)
+json_t *sbx_service_get_json(sbx_service *svc, const char *id, sbx_service_result *res)
 {
     pthread_mutex_lock(&svc->mu);
     sbx_sandbox *s = find_locked(svc, id);
@@ -446,7 +464,7 @@ static int cmp_created(const void *a, const void *b)
     return strcmp(x->id, y->id);
 }
 
-json_t *sbx_service_list(sbx_service *svc, const sbx_list_query *q)
+json_t *sbx_service_list(sbx_service *svc, const sbx_service_list_query *q)
 {
     pthread_mutex_lock(&svc->mu);
     size_t n = 0;
@@ -486,7 +504,7 @@ json_t *sbx_service_list(sbx_service *svc, const sbx_list_query *q)
 }
 
 tk_status sbx_service_proxy_begin(sbx_service *svc, const char *id, char *sock, size_t socklen,
-                                  sbx_result *res)
+                                  sbx_service_result *res)
 {
     pthread_mutex_lock(&svc->mu);
     sbx_sandbox *s = find_locked(svc, id);
@@ -498,10 +516,10 @@ tk_status sbx_service_proxy_begin(sbx_service *svc, const char *id, char *sock, 
         result(res, 409, "SANDBOX_PAUSED", "sandbox %s is paused; resume it first", id);
         st = TK_EINVAL;
     } else if (s->state != SBX_RUNNING || !s->inst) {
-        result(res, 409, "CONFLICT", "sandbox %s is %s", id, sbx_state_name(s->state));
+        result(res, 409, "CONFLICT", "sandbox %s is %s", id, sbx_sandbox_state_name(s->state));
         st = TK_EINVAL;
     } else {
-        snprintf(sock, socklen, "%s", svc->rt->ops->execd_socket(s->inst));
+        snprintf(sock, socklen, "%s", sbx_runtime_execd_socket(s->inst));
         s->active++;
         sbx_service_touch_locked(svc);
         int64_t now = tk_now_ms();
@@ -576,10 +594,10 @@ static void recover(sbx_service *svc)
         if (!usable) {
             tk_info("service",
                     "msg=\"cleaning a sandbox found on disk\" id=%s state=%s pooled=%d why=\"%s\"",
-                    tmp.id, sbx_state_name(tmp.state), pooled,
+                    tmp.id, sbx_sandbox_state_name(tmp.state), pooled,
                     st == TK_OK ? "pool member or half-made" : err);
             if (in)
-                svc->rt->ops->destroy(svc->rt, in);
+                sbx_runtime_destroy(svc->rt, in);
             sbx_store_remove(svc->state_dir, tmp.id);
             sbx_sandbox_clear(&tmp);
             json_decref(rec);
@@ -603,7 +621,7 @@ static void recover(sbx_service *svc)
         pthread_mutex_unlock(&svc->mu);
         keep[nkeep++] = s->id;
         tk_info("service", "msg=\"sandbox recovered\" id=%s state=%s", s->id,
-                sbx_state_name(s->state));
+                sbx_sandbox_state_name(s->state));
         json_decref(rec);
     }
     if (svc->rt)
@@ -639,11 +657,20 @@ sbx_service *sbx_service_open(const sbx_service_config *cfg, char *err, size_t e
     else
         tk_info("service", "msg=\"runtime ready\" %s", svc->rt->ops->describe(svc->rt));
     recover(svc);
-    sbx_reaper_start(svc);
-    if (svc->rt)
-        sbx_pool_start(svc);
-    svc->threads_started = 1;
     return svc;
+}
+
+/* Destroys every pool member (the service is stopping). */
+static void pool_destroy_all(sbx_service *svc)
+{
+    for (;;) {
+        pthread_mutex_lock(&svc->mu);
+        sbx_sandbox *s = pool_take_locked(svc);
+        pthread_mutex_unlock(&svc->mu);
+        if (!s)
+            return;
+        sbx_service_finish(svc, s, SBX_TERMINATED, "shutdown", NULL);
+    }
 }
 
 void sbx_service_close(sbx_service *svc)
@@ -655,10 +682,11 @@ void sbx_service_close(sbx_service *svc)
     pthread_cond_broadcast(&svc->pool_cv);
     pthread_cond_broadcast(&svc->reaper_cv);
     pthread_mutex_unlock(&svc->mu);
-    pthread_join(svc->reaper_thr, NULL);
-    if (svc->rt)
+    if (svc->reaper_started)
+        pthread_join(svc->reaper_thr, NULL);
+    if (svc->pool_started)
         pthread_join(svc->pool_thr, NULL);
-    sbx_pool_destroy_all(svc);
+    pool_destroy_all(svc);
     /* running sandboxes stay: their instances are only forgotten */
     pthread_mutex_lock(&svc->mu);
     sbx_sandbox *s = svc->list;
@@ -667,7 +695,7 @@ void sbx_service_close(sbx_service *svc)
     while (s) {
         sbx_sandbox *next = s->next;
         if (s->inst && svc->rt)
-            svc->rt->ops->forget(svc->rt, s->inst);
+            sbx_runtime_forget(svc->rt, s->inst);
         sbx_sandbox_clear(s);
         free(s);
         s = next;

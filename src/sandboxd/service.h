@@ -1,12 +1,14 @@
 /*
  * service.h — the lifecycle service: every sandbox this process knows, the
- * operations the API offers on them, the warm pool (pool.c) and the reaper
- * (reaper.c), over one runtime (runtime.h).
+ * operations the API offers on them, over one runtime (runtime.h). The warm
+ * pool (pool.h) and the reaper (reaper.h) are threads that work on the service
+ * through the _locked functions below; main.c starts them, and
+ * sbx_service_close stops them. Nothing here calls into them.
  *
  * Locking: one mutex (mu) guards the list and every sandbox's fields. Runtime
  * calls (start, claim, pause, destroy) run without it, on a sandbox marked busy,
  * so a slow runtime never blocks lookups. Sandboxes returned by the service are
- * references: give them back with sbx_sandbox_unref.
+ * references: give them back with sbx_service_unref.
  */
 #ifndef SBX_SERVICE_H
 #define SBX_SERVICE_H
@@ -30,7 +32,7 @@ typedef struct {
     int64_t max_timeout_s;
     int64_t max_sandboxes; /* live sandboxes at once (pool members not counted) */
     int64_t tombstone_ms;  /* how long Terminated sandboxes stay visible */
-    sbx_limit_policy policy;
+    sbx_limits_policy policy;
     const char *pool_name; /* extensions.poolRef that names our pool */
     /* A refill waits until the service has been quiet this long (no create,
      * delete, proxied request begun or ended), at most pool_refill_max_ms after
@@ -54,10 +56,10 @@ typedef struct sbx_service {
     int pool_ready; /* pool members ready to hand out */
     int pool_starting;
     int64_t pool_backoff_until;
-    int64_t pool_short_since; /* tk_mono_ms() when the pool fell short; 0: it is not */
-    int64_t last_activity;    /* tk_mono_ms() of the last create, delete or proxied request */
-    pthread_t pool_thr, reaper_thr;
-    int threads_started;
+    int64_t pool_short_since;       /* tk_mono_ms() when the pool fell short; 0: it is not */
+    int64_t last_activity;          /* tk_mono_ms() of the last create, delete or proxied request */
+    pthread_t pool_thr, reaper_thr; /* started by sbx_pool_start, sbx_reaper_start */
+    int pool_started, reaper_started;
 } sbx_service;
 
 /* An operation's outcome for the API: HTTP status, error code and message. */
@@ -65,7 +67,7 @@ typedef struct {
     int status;
     const char *code;
     char message[512];
-} sbx_result;
+} sbx_service_result;
 
 /* What a create request asks for, validated by the API. Borrowed JSON. */
 typedef struct {
@@ -76,36 +78,36 @@ typedef struct {
     sbx_limits limits;
     int64_t timeout_s; /* 0: no expiry */
     int64_t renew_extend_s;
-} sbx_create_req;
+} sbx_service_create_req;
 
-/* Opens the runtime, recovers the sandboxes on disk, removes half-made ones,
- * and starts the pool and the reaper. A runtime that cannot start is not fatal:
- * the service serves, creates answer 503 with the reason (rt_error). NULL only
- * when the state directory cannot be used. */
+/* Opens the runtime, recovers the sandboxes on disk and removes half-made
+ * ones (the pool and the reaper are started by the caller). A runtime that cannot start is not
+ * fatal: the service serves, creates answer 503 with the reason (rt_error). NULL only when the
+ * state directory cannot be used. */
 sbx_service *sbx_service_open(const sbx_service_config *cfg, char *err, size_t errlen);
-/* Stops the threads and destroys the pool members; running sandboxes are left
- * running (a restart finds them again). */
+/* Stops the pool and reaper threads (when started), destroys the pool members; running sandboxes
+ * are left running (a restart finds them again). */
 void sbx_service_close(sbx_service *svc);
 
 sbx_sandbox *sbx_service_get(sbx_service *svc, const char *id);
-void sbx_sandbox_unref(sbx_service *svc, sbx_sandbox *s);
+void sbx_service_unref(sbx_service *svc, sbx_sandbox *s);
 
 /* Creates (from the pool when it can). On success *out is a reference and
  * *from_pool says whether a warm sandbox was used. */
-tk_status sbx_service_create(sbx_service *svc, const sbx_create_req *req, sbx_sandbox **out,
-                             int *from_pool, sbx_result *res);
-tk_status sbx_service_delete(sbx_service *svc, const char *id, sbx_result *res);
-tk_status sbx_service_pause(sbx_service *svc, const char *id, sbx_result *res);
-tk_status sbx_service_resume(sbx_service *svc, const char *id, sbx_result *res);
+tk_status sbx_service_create(sbx_service *svc, const sbx_service_create_req *req, sbx_sandbox **out,
+                             int *from_pool, sbx_service_result *res);
+tk_status sbx_service_delete(sbx_service *svc, const char *id, sbx_service_result *res);
+tk_status sbx_service_pause(sbx_service *svc, const char *id, sbx_service_result *res);
+tk_status sbx_service_resume(sbx_service *svc, const char *id, sbx_service_result *res);
 /* New expiry (ms since the epoch); *out_ms the one in force after. */
 tk_status sbx_service_renew(sbx_service *svc, const char *id, int64_t expires_ms, int64_t *out_ms,
-                            sbx_result *res);
+                            sbx_service_result *res);
 /* JSON merge patch of the metadata (validated by the API); *out the sandbox. */
 tk_status sbx_service_patch_metadata(sbx_service *svc, const char *id, const json_t *patch,
-                                     json_t **out, sbx_result *res);
+                                     json_t **out, sbx_service_result *res);
 
 /* The Sandbox JSON of id (NULL with res when unknown). */
-json_t *sbx_service_get_json(sbx_service *svc, const char *id, sbx_result *res);
+json_t *sbx_service_get_json(sbx_service *svc, const char *id, sbx_service_result *res);
 
 typedef struct {
     const sbx_state *states; /* OR; NULL/0: every state but Terminated */
@@ -114,16 +116,16 @@ typedef struct {
     const char *const *meta_values;
     size_t nmeta;
     int64_t page, page_size;
-} sbx_list_query;
-json_t *sbx_service_list(sbx_service *svc, const sbx_list_query *q);
+} sbx_service_list_query;
+json_t *sbx_service_list(sbx_service *svc, const sbx_service_list_query *q);
 
 /* Proxy bookkeeping: begin checks the sandbox can be reached and copies its
  * socket path (counting a request in flight and activity); end ends it. */
 tk_status sbx_service_proxy_begin(sbx_service *svc, const char *id, char *sock, size_t socklen,
-                                  sbx_result *res);
+                                  sbx_service_result *res);
 void sbx_service_proxy_end(sbx_service *svc, const char *id);
 
-/* Internal (pool.c, reaper.c, service.c). */
+/* For the pool and the reaper (pool.c, reaper.c). */
 /* Notes activity (mu held): a pool refill waits for a quiet moment. */
 void sbx_service_touch_locked(sbx_service *svc);
 void sbx_service_save_locked(sbx_service *svc, sbx_sandbox *s);
@@ -132,12 +134,5 @@ void sbx_service_unlink_locked(sbx_service *svc, sbx_sandbox *s);
 /* Destroys s's instance (s busy, mu not held) and records the final state. */
 void sbx_service_finish(sbx_service *svc, sbx_sandbox *s, sbx_state final, const char *reason,
                         const char *message);
-void sbx_pool_start(sbx_service *svc);
-/* A ready pool member marked busy (mu held), or NULL. */
-sbx_sandbox *sbx_pool_take_locked(sbx_service *svc);
-/* When a refill of a short pool may start, in tk_mono_ms() time (mu held). */
-int64_t sbx_pool_refill_at_locked(const sbx_service *svc);
-void sbx_pool_destroy_all(sbx_service *svc);
-void sbx_reaper_start(sbx_service *svc);
 
 #endif

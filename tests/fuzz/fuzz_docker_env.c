@@ -1,4 +1,4 @@
-/* The docker runtime's env file (runtime_docker_spec.h): a request's env and
+/* The docker runtime's env file (docker_spec.h): a request's env and
  * entrypoint become shell code that the container's init sources, so every
  * word must come back exactly as it went in and nothing may fall outside the
  * quotes. The input is split at 0x01 into strings: "NAME=value" entries up to
@@ -11,8 +11,9 @@
 #include <string.h>
 
 #include "lib/buf.h"
+#include "sandboxd/env.h"
 #include "sandboxd/limits.h"
-#include "sandboxd/runtime_docker_spec.h"
+#include "sandboxd/docker_spec.h"
 
 #define MAXS 64
 
@@ -63,12 +64,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     env[ne] = NULL;
     argv[na] = NULL;
 
-    char *f = sbx_dk_env_file("tok", env, argv);
+    char *f = sbx_docker_spec_env_file("tok", env, argv);
     /* what must come back: execd's three settings, then the valid env entries */
     const char *want_names[MAXS + 4], *want_values[MAXS + 4];
     size_t nw = 0;
     want_names[nw] = "EXECD_LISTEN";
-    want_values[nw++] = "unix:" SBX_DK_RUN "/" SBX_DK_SOCK;
+    want_values[nw++] = "unix:" SBX_DOCKER_SPEC_RUN "/" SBX_DOCKER_SPEC_SOCK;
     want_names[nw] = "EXECD_WORKSPACE";
     want_values[nw++] = "/workspace";
     want_names[nw] = "EXECD_ACCESS_TOKEN";

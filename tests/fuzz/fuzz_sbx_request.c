@@ -6,7 +6,9 @@
 #include "lib/arena.h"
 #include "lib/json.h"
 #include "sandboxd/api.h"
+#include "sandboxd/env.h"
 #include "sandboxd/limits.h"
+#include "sandboxd/meta.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -16,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         svc.cfg.min_timeout_s = 60;
         svc.cfg.max_timeout_s = 86400;
         svc.cfg.pool_name = "default";
-        svc.cfg.policy = (sbx_limit_policy){
+        svc.cfg.policy = (sbx_limits_policy){
             .def = {.memory_bytes = 2LL << 30, .cpu_millis = 1000, .pids = 512},
             .min = {.memory_bytes = 32LL << 20, .cpu_millis = 10, .pids = 16},
             .max = {.memory_bytes = 64LL << 30, .cpu_millis = 64000, .pids = 4096},
@@ -27,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[256], msg[512];
     json_t *j = tk_json_parse((const char *)data, size, 1 << 20, err, sizeof err);
     if (j) {
-        sbx_create_req req;
+        sbx_service_create_req req;
         const char *code = NULL;
         int st = sbx_api_parse_create(&api, j, &req, &code, msg, sizeof msg);
         if (st == 0) {
@@ -48,8 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(s, data, n);
     s[n] = '\0';
     int64_t v;
-    sbx_parse_cpu(s, &v);
-    if (sbx_parse_bytes(s, &v) == TK_OK && v < 0)
+    sbx_limits_parse_cpu(s, &v);
+    if (sbx_limits_parse_bytes(s, &v) == TK_OK && v < 0)
         __builtin_trap();
     sbx_meta_key_valid(s, msg, sizeof msg);
     sbx_meta_value_valid(s, msg, sizeof msg);

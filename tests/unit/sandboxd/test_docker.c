@@ -11,9 +11,9 @@
 
 #include "lib/httpd.h"
 #include "lib/json.h"
-#include "sandboxd/docker_engine.h"
+#include "sandboxd/docker.h"
 #include "sandboxd/runtime.h"
-#include "sandboxd/runtime_docker_spec.h"
+#include "sandboxd/docker_spec.h"
 #include "sandboxd/seccomp.h"
 #include "tk_test.h"
 
@@ -29,16 +29,16 @@ static json_t *container(int pooled, json_t *meta)
     sp.pooled = pooled;
     sp.metadata = meta;
     sp.expires_ms = pooled ? 0 : 1796107329000LL;
-    sbx_dk_container c = {.image = "tusko-sandbox:abc",
-                          .service_tag = "c0ffee00",
-                          .execd_path = "/build/tusko-execd",
-                          .run_dir = "/state/sandboxes/x/run",
-                          .volume = "tusko-ws-x",
-                          .tmp_bytes = 32 << 20,
-                          .seccomp_json = "{\"defaultAction\":\"SCMP_ACT_ALLOW\"}",
-                          .created_ms = 1796107000000LL,
-                          .spec = &sp};
-    return sbx_dk_container_json(&c);
+    sbx_docker_spec c = {.image = "tusko-sandbox:abc",
+                         .service_tag = "c0ffee00",
+                         .execd_path = "/build/tusko-execd",
+                         .run_dir = "/state/sandboxes/x/run",
+                         .volume = "tusko-ws-x",
+                         .tmp_bytes = 32 << 20,
+                         .seccomp_json = "{\"defaultAction\":\"SCMP_ACT_ALLOW\"}",
+                         .created_ms = 1796107000000LL,
+                         .spec = &sp};
+    return sbx_docker_spec_container(&c);
 }
 
 static int has_string(const json_t *arr, const char *s)
@@ -77,8 +77,8 @@ TEST(container_isolation_settings)
     CHECK_STR(tk_json_str(j, "Hostname"), "sandbox");
     json_t *ep = json_object_get(j, "Entrypoint");
     CHECK_STR(json_string_value(json_array_get(ep, 0)), "/bin/sh");
-    CHECK_STR(json_string_value(json_array_get(ep, 2)), sbx_dk_init_script);
-    CHECK(strstr(sbx_dk_init_script, "exec /opt/tusko/bin/tusko-execd") != NULL);
+    CHECK_STR(json_string_value(json_array_get(ep, 2)), sbx_docker_spec_init_script);
+    CHECK(strstr(sbx_docker_spec_init_script, "exec /opt/tusko/bin/tusko-execd") != NULL);
     /* the token is never in the container's configuration (it is in run/env) */
     char *all = tk_json_dumps(j);
     CHECK(strstr(all, "EXECD_ACCESS_TOKEN=") == NULL);
@@ -119,7 +119,7 @@ TEST(container_limits_mounts_tmpfs)
     json_decref(j);
     /* the limits of an update: 1 core, no swap */
     sbx_limits one = {.memory_bytes = 1 << 30, .cpu_millis = 1000, .pids = 512};
-    json_t *u = sbx_dk_limits_json(&one);
+    json_t *u = sbx_docker_spec_limits(&one);
     CHECK_INT(tk_json_int_or(u, "NanoCpus", 0), ==, 1000000000);
     CHECK_INT(tk_json_int_or(u, "MemorySwap", 0), ==, 1 << 30);
     CHECK(json_object_size(u) == 4);
@@ -132,39 +132,39 @@ TEST(container_labels)
         tk_json_obj("owner", json_string("u1"), "tusko.io/session", json_string("s-9"), NULL);
     json_t *j = container(0, meta);
     json_t *l = json_object_get(j, "Labels");
-    CHECK_STR(tk_json_str(l, SBX_DK_LABEL_SERVICE), "c0ffee00");
-    CHECK_STR(tk_json_str(l, SBX_DK_LABEL_ID), "0a1b2c3d-0000-4000-8000-000000000001");
-    CHECK_STR(tk_json_str(l, SBX_DK_LABEL_ROLE), "sandbox");
-    CHECK_STR(tk_json_str(l, SBX_DK_LABEL_EXPIRES), "2026-12-01T06:42:09.000Z");
-    CHECK_STR(tk_json_str(l, SBX_DK_LABEL_CREATED), "2026-12-01T06:36:40.000Z");
+    CHECK_STR(tk_json_str(l, SBX_DOCKER_SPEC_LABEL_SERVICE), "c0ffee00");
+    CHECK_STR(tk_json_str(l, SBX_DOCKER_SPEC_LABEL_ID), "0a1b2c3d-0000-4000-8000-000000000001");
+    CHECK_STR(tk_json_str(l, SBX_DOCKER_SPEC_LABEL_ROLE), "sandbox");
+    CHECK_STR(tk_json_str(l, SBX_DOCKER_SPEC_LABEL_EXPIRES), "2026-12-01T06:42:09.000Z");
+    CHECK_STR(tk_json_str(l, SBX_DOCKER_SPEC_LABEL_CREATED), "2026-12-01T06:36:40.000Z");
     CHECK_STR(tk_json_str(l, "io.tusko.meta.owner"), "u1");
     CHECK_STR(tk_json_str(l, "io.tusko.meta.tusko.io/session"), "s-9");
     json_decref(j);
     j = container(1, NULL);
     l = json_object_get(j, "Labels");
-    CHECK_STR(tk_json_str(l, SBX_DK_LABEL_ROLE), "pool");
-    CHECK_STR(tk_json_str(l, SBX_DK_LABEL_EXPIRES), "");
+    CHECK_STR(tk_json_str(l, SBX_DOCKER_SPEC_LABEL_ROLE), "pool");
+    CHECK_STR(tk_json_str(l, SBX_DOCKER_SPEC_LABEL_EXPIRES), "");
     json_decref(j);
     json_decref(meta);
 }
 
 TEST(volume_is_a_sized_tmpfs_of_the_sandbox_user)
 {
-    json_t *v = sbx_dk_volume_json("tusko-ws-x", "c0ffee00", "x", 64 << 20);
+    json_t *v = sbx_docker_spec_volume("tusko-ws-x", "c0ffee00", "x", 64 << 20);
     CHECK_STR(tk_json_str(v, "Name"), "tusko-ws-x");
     CHECK_STR(tk_json_str(v, "Driver"), "local");
     json_t *o = json_object_get(v, "DriverOpts");
     CHECK_STR(tk_json_str(o, "type"), "tmpfs");
     CHECK(strstr(tk_json_str(o, "o"), "size=67108864") != NULL);
     CHECK(strstr(tk_json_str(o, "o"), "uid=1000,gid=1000") != NULL);
-    CHECK_STR(tk_json_str(json_object_get(v, "Labels"), SBX_DK_LABEL_ID), "x");
+    CHECK_STR(tk_json_str(json_object_get(v, "Labels"), SBX_DOCKER_SPEC_LABEL_ID), "x");
     json_decref(v);
 }
 
 TEST(seccomp_profile_matches_the_native_deny_list)
 {
     char err[256];
-    json_t *p = sbx_dk_seccomp_profile(err, sizeof err);
+    json_t *p = sbx_docker_spec_seccomp(err, sizeof err);
     CHECK(p != NULL);
     CHECK_STR(tk_json_str(p, "defaultAction"), "SCMP_ACT_ALLOW");
     json_t *arch = json_object_get(p, "architectures");
@@ -254,7 +254,7 @@ TEST(env_file_quotes_every_value_for_the_shell)
                          "=novalue",
                          NULL};
     const char *argv[] = {"printf", "%s|", "it's", "$(x)", NULL};
-    char *f = sbx_dk_env_file("t0k3n", env, argv);
+    char *f = sbx_docker_spec_env_file("t0k3n", env, argv);
     CHECK(strstr(f, "BAD-NAME") == NULL);
     CHECK(strstr(f, "stolen") == NULL);
     char path[] = "/tmp/sbx-docker-env-XXXXXX";
@@ -327,7 +327,7 @@ TEST(init_script_claim_then_entrypoint)
     snprintf(cmd, sizeof cmd, "echo \"entry:$A:${EXECD_ACCESS_TOKEN-none}:$1\" > %s", out);
     const char *env[] = {"A=1", NULL};
     const char *argv[] = {"sh", "-c", cmd, "x", "it's", NULL};
-    char *ef = sbx_dk_env_file("tok", env, argv);
+    char *ef = sbx_docker_spec_env_file("tok", env, argv);
     snprintf(p, sizeof p, "%s/env", d);
     f = fopen(p, "we");
     CHECK(f != NULL);
@@ -337,12 +337,13 @@ TEST(init_script_claim_then_entrypoint)
     /* the script, pointed at the stand-ins */
     tk_buf b;
     tk_buf_init(&b, 8192);
-    const char *sc = sbx_dk_init_script;
-    const char *run = strstr(sc, "d=" SBX_DK_RUN), *ex = strstr(sc, "exec " SBX_DK_EXECD);
+    const char *sc = sbx_docker_spec_init_script;
+    const char *run = strstr(sc, "d=" SBX_DOCKER_SPEC_RUN),
+               *ex = strstr(sc, "exec " SBX_DOCKER_SPEC_EXECD);
     CHECK(run && ex && run < ex);
     tk_buf_append(&b, sc, (size_t)(run - sc));
     tk_buf_printf(&b, "d=%s", d);
-    const char *after_run = run + strlen("d=" SBX_DK_RUN);
+    const char *after_run = run + strlen("d=" SBX_DOCKER_SPEC_RUN);
     tk_buf_append(&b, after_run, (size_t)(ex - after_run));
     tk_buf_printf(&b, "exec %s\n", stub);
     pid_t pid = fork();
@@ -384,11 +385,11 @@ TEST(init_script_claim_then_entrypoint)
 
 TEST(sandbox_ids_from_labels_are_checked)
 {
-    CHECK(sbx_dk_id_ok("0a1b2c3d-0000-4000-8000-000000000001"));
-    CHECK(!sbx_dk_id_ok(""));
-    CHECK(!sbx_dk_id_ok("../../etc"));
-    CHECK(!sbx_dk_id_ok("0A1B"));
-    CHECK(!sbx_dk_id_ok("a/b"));
+    CHECK(sbx_docker_spec_id_ok("0a1b2c3d-0000-4000-8000-000000000001"));
+    CHECK(!sbx_docker_spec_id_ok(""));
+    CHECK(!sbx_docker_spec_id_ok("../../etc"));
+    CHECK(!sbx_docker_spec_id_ok("0A1B"));
+    CHECK(!sbx_docker_spec_id_ok("a/b"));
 }
 
 TEST(docker_host_parsing)
@@ -579,6 +580,17 @@ static void make_image(void)
     close(fd);
 }
 
+/* Opens the docker runtime at host: its settings are its own (DOCKER_HOST),
+ * read from the environment as the program reads them. */
+static sbx_runtime *open_docker(const sbx_runtime_config *cfg, const char *host, char *err,
+                                size_t errlen)
+{
+    setenv("DOCKER_HOST", host, 1);
+    if (sbx_runtime_settings_from_env(err, errlen) != TK_OK)
+        return NULL;
+    return sbx_runtime_open("docker", cfg, err, errlen);
+}
+
 static sbx_runtime *open_rt(const char *image_dir, char *err, size_t errlen)
 {
     char host[160];
@@ -587,9 +599,8 @@ static sbx_runtime *open_rt(const char *image_dir, char *err, size_t errlen)
                               .image_dir = image_dir,
                               .execd_path = "/bin/sh",
                               .workspace_bytes = 64 << 20,
-                              .tmp_bytes = 32 << 20,
-                              .docker_host = host};
-    return sbx_runtime_open("docker", &cfg, err, errlen);
+                              .tmp_bytes = 32 << 20};
+    return open_docker(&cfg, host, err, errlen);
 }
 
 TEST(runtime_open_errors_an_operator_can_act_on)
@@ -600,14 +611,11 @@ TEST(runtime_open_errors_an_operator_can_act_on)
     }
     char err[1024];
     /* no engine at all */
-    sbx_runtime_config cfg = {.state_dir = "/tmp/sbx-docker-state",
-                              .image_dir = "/nonexistent",
-                              .execd_path = "/bin/sh",
-                              .docker_host = "unix:///tmp/sbx-no-such-docker.sock"};
-    CHECK(sbx_runtime_open("docker", &cfg, err, sizeof err) == NULL);
+    sbx_runtime_config cfg = {
+        .state_dir = "/tmp/sbx-docker-state", .image_dir = "/nonexistent", .execd_path = "/bin/sh"};
+    CHECK(open_docker(&cfg, "unix:///tmp/sbx-no-such-docker.sock", err, sizeof err) == NULL);
     CHECK(strstr(err, "no Docker engine answers") != NULL);
-    cfg.docker_host = "tcp://127.0.0.1:2375";
-    CHECK(sbx_runtime_open("docker", &cfg, err, sizeof err) == NULL);
+    CHECK(open_docker(&cfg, "tcp://127.0.0.1:2375", err, sizeof err) == NULL);
     CHECK(strstr(err, "unix socket") != NULL);
     fake_start();
     /* an engine too old */
@@ -668,8 +676,8 @@ TEST(runtime_imports_the_image_when_missing)
     char host[160];
     snprintf(host, sizeof host, "unix://%s", fake_sock);
     sbx_runtime_config cfg = {
-        .state_dir = longstate, .image_dir = img_dir, .execd_path = "/bin/sh", .docker_host = host};
-    rt = sbx_runtime_open("docker", &cfg, err, sizeof err);
+        .state_dir = longstate, .image_dir = img_dir, .execd_path = "/bin/sh"};
+    rt = open_docker(&cfg, host, err, sizeof err);
     CHECK(rt != NULL);
     const char *sk = strstr(rt->ops->describe(rt), "sockets=/run/tusko-sandboxd.");
     CHECK(sk != NULL);

@@ -1,51 +1,53 @@
 /* Request parsing: quantities, limits, env names, metadata rules and filters. */
 #include "lib/arena.h"
 #include "lib/json.h"
+#include "sandboxd/meta.h"
+#include "sandboxd/env.h"
 #include "sandboxd/limits.h"
 #include "tk_test.h"
 
 TEST(cpu_quantities)
 {
     int64_t m;
-    CHECK(sbx_parse_cpu("500m", &m) == TK_OK);
+    CHECK(sbx_limits_parse_cpu("500m", &m) == TK_OK);
     CHECK_INT(m, ==, 500);
-    CHECK(sbx_parse_cpu("1", &m) == TK_OK);
+    CHECK(sbx_limits_parse_cpu("1", &m) == TK_OK);
     CHECK_INT(m, ==, 1000);
-    CHECK(sbx_parse_cpu("0.25", &m) == TK_OK);
+    CHECK(sbx_limits_parse_cpu("0.25", &m) == TK_OK);
     CHECK_INT(m, ==, 250);
-    CHECK(sbx_parse_cpu("2.5", &m) == TK_OK);
+    CHECK(sbx_limits_parse_cpu("2.5", &m) == TK_OK);
     CHECK_INT(m, ==, 2500);
-    CHECK(sbx_parse_cpu(".5", &m) == TK_OK);
+    CHECK(sbx_limits_parse_cpu(".5", &m) == TK_OK);
     CHECK_INT(m, ==, 500);
     const char *bad[] = {"",  "-1", "1.2345", "abc", "1m5",
                          "m", "1.", "1e3",    " 1",  "99999999999999999999"};
     for (size_t i = 0; i < TK_ARRAY_LEN(bad); i++)
-        CHECK(sbx_parse_cpu(bad[i], &m) == TK_EINVAL);
+        CHECK(sbx_limits_parse_cpu(bad[i], &m) == TK_EINVAL);
 }
 
 TEST(byte_quantities)
 {
     int64_t b;
-    CHECK(sbx_parse_bytes("512Mi", &b) == TK_OK);
+    CHECK(sbx_limits_parse_bytes("512Mi", &b) == TK_OK);
     CHECK_INT(b, ==, 512LL << 20);
-    CHECK(sbx_parse_bytes("1Gi", &b) == TK_OK);
+    CHECK(sbx_limits_parse_bytes("1Gi", &b) == TK_OK);
     CHECK_INT(b, ==, 1LL << 30);
-    CHECK(sbx_parse_bytes("1G", &b) == TK_OK);
+    CHECK(sbx_limits_parse_bytes("1G", &b) == TK_OK);
     CHECK_INT(b, ==, 1000000000LL);
-    CHECK(sbx_parse_bytes("1g", &b) == TK_OK);
+    CHECK(sbx_limits_parse_bytes("1g", &b) == TK_OK);
     CHECK_INT(b, ==, 1LL << 30);
-    CHECK(sbx_parse_bytes("64m", &b) == TK_OK);
+    CHECK(sbx_limits_parse_bytes("64m", &b) == TK_OK);
     CHECK_INT(b, ==, 64LL << 20);
-    CHECK(sbx_parse_bytes("1048576", &b) == TK_OK);
+    CHECK(sbx_limits_parse_bytes("1048576", &b) == TK_OK);
     CHECK_INT(b, ==, 1048576);
-    CHECK(sbx_parse_bytes("8Ei", &b) == TK_ETOOBIG);
-    CHECK(sbx_parse_bytes("99999999999999999999", &b) == TK_ETOOBIG);
+    CHECK(sbx_limits_parse_bytes("8Ei", &b) == TK_ETOOBIG);
+    CHECK(sbx_limits_parse_bytes("99999999999999999999", &b) == TK_ETOOBIG);
     const char *bad[] = {"", "Mi", "1.5Gi", "-1", "1 Gi", "1GiB", "1x"};
     for (size_t i = 0; i < TK_ARRAY_LEN(bad); i++)
-        CHECK(sbx_parse_bytes(bad[i], &b) == TK_EINVAL);
+        CHECK(sbx_limits_parse_bytes(bad[i], &b) == TK_EINVAL);
 }
 
-static const sbx_limit_policy pol = {
+static const sbx_limits_policy pol = {
     .def = {.memory_bytes = 2LL << 30, .cpu_millis = 1000, .pids = 512},
     .min = {.memory_bytes = 32LL << 20, .cpu_millis = 10, .pids = 16},
     .max = {.memory_bytes = 8LL << 30, .cpu_millis = 2000, .pids = 4096},

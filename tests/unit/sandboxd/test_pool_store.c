@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "lib/json.h"
+#include "sandboxd/pool.h"
 #include "sandboxd/service.h"
 #include "sandboxd/store.h"
 #include "tk_test.h"

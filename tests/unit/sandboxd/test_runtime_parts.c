@@ -16,13 +16,13 @@
 TEST(payload_round_trip)
 {
     tk_buf b;
-    tk_buf_init(&b, SBX_CHILD_MAX_MSG);
+    tk_buf_init(&b, SBX_NATIVE_CHILD_MAX_MSG);
     const char *env[] = {"A=1", "B=two words", NULL};
     const char *argv[] = {"tail", "-f", "/dev/null", NULL};
-    CHECK(sbx_child_payload(&b, 'G', env, argv) == TK_OK);
+    CHECK(sbx_native_child_payload(&b, 'G', env, argv) == TK_OK);
     CHECK(b.data[0] == 'G');
     char *e[8], *a[8];
-    CHECK(sbx_child_payload_parse(b.data + 1, b.len - 1, e, a, 7) == TK_OK);
+    CHECK(sbx_native_child_payload_parse(b.data + 1, b.len - 1, e, a, 7) == TK_OK);
     CHECK_STR(e[0], "A=1");
     CHECK_STR(e[1], "B=two words");
     CHECK(e[2] == NULL);
@@ -30,12 +30,12 @@ TEST(payload_round_trip)
     CHECK_STR(a[2], "/dev/null");
     CHECK(a[3] == NULL);
     /* truncated and oversized payloads are refused */
-    CHECK(sbx_child_payload_parse(b.data + 1, b.len - 3, e, a, 7) == TK_EINVAL);
-    CHECK(sbx_child_payload_parse(b.data + 1, 4, e, a, 7) == TK_EINVAL);
-    CHECK(sbx_child_payload_parse(b.data + 1, b.len - 1, e, a, 1) == TK_ETOOBIG);
+    CHECK(sbx_native_child_payload_parse(b.data + 1, b.len - 3, e, a, 7) == TK_EINVAL);
+    CHECK(sbx_native_child_payload_parse(b.data + 1, 4, e, a, 7) == TK_EINVAL);
+    CHECK(sbx_native_child_payload_parse(b.data + 1, b.len - 1, e, a, 1) == TK_ETOOBIG);
     tk_buf_reset(&b);
-    CHECK(sbx_child_payload(&b, 'C', NULL, NULL) == TK_OK);
-    CHECK(sbx_child_payload_parse(b.data + 1, b.len - 1, e, a, 7) == TK_OK);
+    CHECK(sbx_native_child_payload(&b, 'C', NULL, NULL) == TK_OK);
+    CHECK(sbx_native_child_payload_parse(b.data + 1, b.len - 1, e, a, 7) == TK_OK);
     CHECK(e[0] == NULL && a[0] == NULL);
     /* a payload past the cap */
     tk_buf big;
@@ -44,7 +44,7 @@ TEST(payload_round_trip)
     memset(huge, 'x', 69999);
     huge[69999] = '\0';
     const char *henv[] = {huge, NULL};
-    CHECK(sbx_child_payload(&big, 'G', henv, NULL) == TK_ETOOBIG);
+    CHECK(sbx_native_child_payload(&big, 'G', henv, NULL) == TK_ETOOBIG);
     free(huge);
     tk_buf_free(&big);
     tk_buf_free(&b);
@@ -112,31 +112,31 @@ TEST(cgroup_v1_fake_hierarchy)
     char mi[256], err[512], p[512];
     snprintf(mi, sizeof mi, "%s/mountinfo", root);
     write_mountinfo(mi, 0);
-    sbx_cgroups *cg = sbx_cg_open("tusko-sandboxd.test", mi, err, sizeof err);
+    sbx_cgroups *cg = sbx_cgroup_open("tusko-sandboxd.test", mi, err, sizeof err);
     CHECK(cg != NULL);
-    CHECK_INT(sbx_cg_version(cg), ==, 1);
+    CHECK_INT(sbx_cgroup_version(cg), ==, 1);
     sbx_limits l = {.memory_bytes = 256LL << 20, .cpu_millis = 500, .pids = 64};
-    CHECK(sbx_cg_create(cg, "s1", &l, err, sizeof err) == TK_OK);
+    CHECK(sbx_cgroup_create(cg, "s1", &l, err, sizeof err) == TK_OK);
     snprintf(p, sizeof p, "%s/memory/tusko-sandboxd.test/s1/memory.limit_in_bytes", root);
     CHECK_STR(rd(p), "268435456");
     snprintf(p, sizeof p, "%s/pids/tusko-sandboxd.test/s1/pids.max", root);
     CHECK_STR(rd(p), "64");
     snprintf(p, sizeof p, "%s/cpu/tusko-sandboxd.test/s1/cpu.cfs_quota_us", root);
     CHECK_STR(rd(p), "50000");
-    CHECK(sbx_cg_freeze(cg, "s1", 1, 100, err, sizeof err) == TK_OK);
-    CHECK_INT(sbx_cg_frozen(cg, "s1"), ==, 1);
-    CHECK(sbx_cg_freeze(cg, "s1", 0, 100, err, sizeof err) == TK_OK);
-    CHECK_INT(sbx_cg_frozen(cg, "s1"), ==, 0);
-    CHECK(sbx_cg_attach(cg, "s1", 4242, err, sizeof err) == TK_OK);
+    CHECK(sbx_cgroup_freeze(cg, "s1", 1, 100, err, sizeof err) == TK_OK);
+    CHECK_INT(sbx_cgroup_frozen(cg, "s1"), ==, 1);
+    CHECK(sbx_cgroup_freeze(cg, "s1", 0, 100, err, sizeof err) == TK_OK);
+    CHECK_INT(sbx_cgroup_frozen(cg, "s1"), ==, 0);
+    CHECK(sbx_cgroup_attach(cg, "s1", 4242, err, sizeof err) == TK_OK);
     snprintf(p, sizeof p, "%s/freezer/tusko-sandboxd.test/s1/cgroup.procs", root);
     CHECK_STR(rd(p), "4242");
     /* a group left in one hierarchy only (a crash mid-create) is still listed */
     mkfake("memory/tusko-sandboxd.test/s2");
     char **names;
-    size_t n = sbx_cg_list(cg, &names);
+    size_t n = sbx_cgroup_list(cg, &names);
     CHECK_INT(n, ==, 2);
-    sbx_cg_list_free(names, n);
-    sbx_cg_close(cg);
+    sbx_cgroup_list_free(names, n);
+    sbx_cgroup_close(cg);
     rm_tree(root);
 }
 
@@ -152,23 +152,23 @@ TEST(cgroup_v2_fake_hierarchy)
     fclose(f);
     snprintf(mi, sizeof mi, "%s/mountinfo", root);
     write_mountinfo(mi, 1);
-    sbx_cgroups *cg = sbx_cg_open("tusko-sandboxd.test", mi, err, sizeof err);
+    sbx_cgroups *cg = sbx_cgroup_open("tusko-sandboxd.test", mi, err, sizeof err);
     CHECK(cg != NULL);
-    CHECK_INT(sbx_cg_version(cg), ==, 2);
+    CHECK_INT(sbx_cgroup_version(cg), ==, 2);
     snprintf(p, sizeof p, "%s/unified/tusko-sandboxd.test/cgroup.subtree_control", root);
     CHECK_STR(rd(p), "+memory +pids +cpu");
     sbx_limits l = {.memory_bytes = 1LL << 30, .cpu_millis = 1500, .pids = 100};
-    CHECK(sbx_cg_create(cg, "s1", &l, err, sizeof err) == TK_OK);
+    CHECK(sbx_cgroup_create(cg, "s1", &l, err, sizeof err) == TK_OK);
     snprintf(p, sizeof p, "%s/unified/tusko-sandboxd.test/s1/memory.max", root);
     CHECK_STR(rd(p), "1073741824");
     snprintf(p, sizeof p, "%s/unified/tusko-sandboxd.test/s1/pids.max", root);
     CHECK_STR(rd(p), "100");
     snprintf(p, sizeof p, "%s/unified/tusko-sandboxd.test/s1/cpu.max", root);
     CHECK_STR(rd(p), "150000 100000");
-    CHECK(sbx_cg_freeze(cg, "s1", 1, 100, err, sizeof err) == TK_OK);
+    CHECK(sbx_cgroup_freeze(cg, "s1", 1, 100, err, sizeof err) == TK_OK);
     snprintf(p, sizeof p, "%s/unified/tusko-sandboxd.test/s1/cgroup.freeze", root);
     CHECK_STR(rd(p), "1");
-    sbx_cg_close(cg);
+    sbx_cgroup_close(cg);
     rm_tree(root);
 }
 
@@ -181,7 +181,7 @@ TEST(cgroup_missing_controllers_is_a_clear_error)
     FILE *f = fopen(mi, "w");
     fprintf(f, "40 25 0:31 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n");
     fclose(f);
-    CHECK(sbx_cg_open("g", mi, err, sizeof err) == NULL);
+    CHECK(sbx_cgroup_open("g", mi, err, sizeof err) == NULL);
     CHECK(strstr(err, "pids") != NULL);
     CHECK(strstr(err, "freezer") != NULL);
     rm_tree(root);
@@ -288,9 +288,9 @@ TEST(sandbox_record_round_trip)
     sbx_sandbox_clear(&s);
     sbx_sandbox_clear(&t);
     sbx_state st;
-    CHECK(sbx_state_parse("running", &st) == TK_OK && st == SBX_RUNNING);
-    CHECK(sbx_state_parse("Pooled", &st) == TK_EINVAL);
-    CHECK(sbx_state_parse("nope", &st) == TK_EINVAL);
+    CHECK(sbx_sandbox_state_parse("running", &st) == TK_OK && st == SBX_RUNNING);
+    CHECK(sbx_sandbox_state_parse("Pooled", &st) == TK_EINVAL);
+    CHECK(sbx_sandbox_state_parse("nope", &st) == TK_EINVAL);
 }
 
 TEST_MAIN()

@@ -1,4 +1,5 @@
-#include "sandboxd/runtime_docker_spec.h"
+#include "sandboxd/env.h"
+#include "sandboxd/docker_spec.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -16,18 +17,18 @@
  * entrypoint's child waits on run/entry, opened (read-write, so without waiting
  * for a writer) before execd runs and the service closes run/ to the sandbox;
  * it then runs without execd's settings, its parent execd once the shell execs. */
-const char sbx_dk_init_script[] =
+const char sbx_docker_spec_init_script[] =
     "set -e\n"
-    "d=" SBX_DK_RUN "\n"
-    "if [ -p $d/" SBX_DK_FIFO " ]; then read -r go < $d/" SBX_DK_FIFO "; fi\n"
-    ". $d/" SBX_DK_ENVFILE "\n"
+    "d=" SBX_DOCKER_SPEC_RUN "\n"
+    "if [ -p $d/" SBX_DOCKER_SPEC_FIFO " ]; then read -r go < $d/" SBX_DOCKER_SPEC_FIFO "; fi\n"
+    ". $d/" SBX_DOCKER_SPEC_ENVFILE "\n"
     "if [ $# -gt 0 ]; then\n"
-    "  exec 3<>$d/" SBX_DK_ENTRY "\n"
+    "  exec 3<>$d/" SBX_DOCKER_SPEC_ENTRY "\n"
     "  (read -r go <&3; exec 3<&-; exec env -u EXECD_ACCESS_TOKEN -u EXECD_LISTEN -u "
     "EXECD_WORKSPACE \"$@\") &\n"
     "  exec 3<&-\n"
     "fi\n"
-    "exec " SBX_DK_EXECD "\n";
+    "exec " SBX_DOCKER_SPEC_EXECD "\n";
 
 static const char *const base_env[] = {
     "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -65,7 +66,7 @@ static json_t *str_array(const char *const *v, size_t n)
     return a;
 }
 
-json_t *sbx_dk_limits_json(const sbx_limits *l)
+json_t *sbx_docker_spec_limits(const sbx_limits *l)
 {
     return tk_json_obj("Memory", json_integer(l->memory_bytes), "MemorySwap",
                        json_integer(l->memory_bytes), "NanoCpus",
@@ -73,17 +74,18 @@ json_t *sbx_dk_limits_json(const sbx_limits *l)
                        NULL);
 }
 
-static json_t *labels_json(const sbx_dk_container *c)
+static json_t *labels_json(const sbx_docker_spec *c)
 {
     const sbx_spec *sp = c->spec;
     char created[40], expires[40] = "";
     tk_time_rfc3339(c->created_ms, created, sizeof created);
     if (sp->expires_ms > 0)
         tk_time_rfc3339(sp->expires_ms, expires, sizeof expires);
-    json_t *l = tk_json_obj(SBX_DK_LABEL_SERVICE, json_string(c->service_tag), SBX_DK_LABEL_ID,
-                            json_string(sp->id), SBX_DK_LABEL_ROLE,
-                            json_string(sp->pooled ? "pool" : "sandbox"), SBX_DK_LABEL_CREATED,
-                            json_string(created), SBX_DK_LABEL_EXPIRES, json_string(expires), NULL);
+    json_t *l = tk_json_obj(
+        SBX_DOCKER_SPEC_LABEL_SERVICE, json_string(c->service_tag), SBX_DOCKER_SPEC_LABEL_ID,
+        json_string(sp->id), SBX_DOCKER_SPEC_LABEL_ROLE,
+        json_string(sp->pooled ? "pool" : "sandbox"), SBX_DOCKER_SPEC_LABEL_CREATED,
+        json_string(created), SBX_DOCKER_SPEC_LABEL_EXPIRES, json_string(expires), NULL);
     if (json_is_object(sp->metadata)) {
         const char *k;
         json_t *v;
@@ -92,21 +94,21 @@ static json_t *labels_json(const sbx_dk_container *c)
             if (!json_is_string(v))
                 continue;
             char key[512];
-            snprintf(key, sizeof key, "%s%s", SBX_DK_LABEL_META, k);
+            snprintf(key, sizeof key, "%s%s", SBX_DOCKER_SPEC_LABEL_META, k);
             json_object_set_new(l, key, json_string(json_string_value(v)));
         }
     }
     return l;
 }
 
-json_t *sbx_dk_container_json(const sbx_dk_container *c)
+json_t *sbx_docker_spec_container(const sbx_docker_spec *c)
 {
     const sbx_spec *sp = c->spec;
     char tmpfs_tmp[96], tmpfs_run[96], uid[32];
     snprintf(tmpfs_tmp, sizeof tmpfs_tmp, "rw,nosuid,nodev,size=%lld,mode=1777",
              (long long)c->tmp_bytes);
     snprintf(tmpfs_run, sizeof tmpfs_run, "rw,nosuid,nodev,noexec,size=%d,mode=0755", 1 << 20);
-    snprintf(uid, sizeof uid, "%d:%d", SBX_DK_UID, SBX_DK_UID);
+    snprintf(uid, sizeof uid, "%d:%d", SBX_DOCKER_SPEC_UID, SBX_DOCKER_SPEC_UID);
     char *seccomp = tk_asprintf("seccomp=%s", c->seccomp_json);
 
     json_t *mounts = json_array();
@@ -114,12 +116,13 @@ json_t *sbx_dk_container_json(const sbx_dk_container *c)
                                               json_string(c->volume), "Target",
                                               json_string("/workspace"), "VolumeOptions",
                                               tk_json_obj("NoCopy", json_true(), NULL), NULL));
-    json_array_append_new(
-        mounts, tk_json_obj("Type", json_string("bind"), "Source", json_string(c->execd_path),
-                            "Target", json_string(SBX_DK_EXECD), "ReadOnly", json_true(), NULL));
+    json_array_append_new(mounts, tk_json_obj("Type", json_string("bind"), "Source",
+                                              json_string(c->execd_path), "Target",
+                                              json_string(SBX_DOCKER_SPEC_EXECD), "ReadOnly",
+                                              json_true(), NULL));
     json_array_append_new(mounts, tk_json_obj("Type", json_string("bind"), "Source",
                                               json_string(c->run_dir), "Target",
-                                              json_string(SBX_DK_RUN), NULL));
+                                              json_string(SBX_DOCKER_SPEC_RUN), NULL));
     json_t *ulimits = json_array();
     json_array_append_new(ulimits, tk_json_obj("Name", json_string("core"), "Soft", json_integer(0),
                                                "Hard", json_integer(0), NULL));
@@ -134,7 +137,7 @@ json_t *sbx_dk_container_json(const sbx_dk_container *c)
     json_array_append_new(sec, json_string(seccomp));
     free(seccomp);
 
-    json_t *hc = sbx_dk_limits_json(&sp->limits);
+    json_t *hc = sbx_docker_spec_limits(&sp->limits);
     json_object_set_new(hc, "NetworkMode", json_string("none"));
     json_object_set_new(hc, "ReadonlyRootfs", json_true());
     json_object_set_new(hc, "CapDrop", str_array((const char *const[]){"ALL"}, 1));
@@ -162,7 +165,7 @@ json_t *sbx_dk_container_json(const sbx_dk_container *c)
     json_t *entry = json_array();
     json_array_append_new(entry, json_string("/bin/sh"));
     json_array_append_new(entry, json_string("-c"));
-    json_array_append_new(entry, json_string(sbx_dk_init_script));
+    json_array_append_new(entry, json_string(sbx_docker_spec_init_script));
     json_array_append_new(entry, json_string("tusko-init"));
     return tk_json_obj("Image", json_string(c->image), "Entrypoint", entry, "Cmd", json_array(),
                        "Env", str_array(base_env, TK_ARRAY_LEN(base_env)), "User", json_string(uid),
@@ -173,17 +176,18 @@ json_t *sbx_dk_container_json(const sbx_dk_container *c)
                        json_string("SIGKILL"), "HostConfig", hc, NULL);
 }
 
-json_t *sbx_dk_volume_json(const char *name, const char *service_tag, const char *id, int64_t bytes)
+json_t *sbx_docker_spec_volume(const char *name, const char *service_tag, const char *id,
+                               int64_t bytes)
 {
     char o[128];
     snprintf(o, sizeof o, "size=%lld,uid=%d,gid=%d,mode=0755,nosuid,nodev", (long long)bytes,
-             SBX_DK_UID, SBX_DK_UID);
+             SBX_DOCKER_SPEC_UID, SBX_DOCKER_SPEC_UID);
     return tk_json_obj("Name", json_string(name), "Driver", json_string("local"), "DriverOpts",
                        tk_json_obj("type", json_string("tmpfs"), "device", json_string("tmpfs"),
                                    "o", json_string(o), NULL),
                        "Labels",
-                       tk_json_obj(SBX_DK_LABEL_SERVICE, json_string(service_tag), SBX_DK_LABEL_ID,
-                                   json_string(id), NULL),
+                       tk_json_obj(SBX_DOCKER_SPEC_LABEL_SERVICE, json_string(service_tag),
+                                   SBX_DOCKER_SPEC_LABEL_ID, json_string(id), NULL),
                        NULL);
 }
 
@@ -194,7 +198,7 @@ static json_t *rule(const char *const *names, size_t n, int errno_ret, json_t *a
                        NULL);
 }
 
-json_t *sbx_dk_seccomp_profile(char *err, size_t errlen)
+json_t *sbx_docker_spec_seccomp(char *err, size_t errlen)
 {
     json_t *arches = json_array();
 #if defined(__x86_64__)
@@ -257,11 +261,11 @@ static void export_line(tk_buf *b, const char *name, size_t nlen, const char *va
     tk_buf_append(b, "\n", 1);
 }
 
-char *sbx_dk_env_file(const char *token, const char *const *env, const char *const *argv)
+char *sbx_docker_spec_env_file(const char *token, const char *const *env, const char *const *argv)
 {
     tk_buf b;
     tk_buf_init(&b, (size_t)64 << 20);
-    export_line(&b, "EXECD_LISTEN", 12, "unix:" SBX_DK_RUN "/" SBX_DK_SOCK);
+    export_line(&b, "EXECD_LISTEN", 12, "unix:" SBX_DOCKER_SPEC_RUN "/" SBX_DOCKER_SPEC_SOCK);
     export_line(&b, "EXECD_WORKSPACE", 15, "/workspace");
     export_line(&b, "EXECD_ACCESS_TOKEN", 18, token);
     for (size_t i = 0; env && env[i]; i++) {
@@ -287,7 +291,7 @@ char *sbx_dk_env_file(const char *token, const char *const *env, const char *con
     return s;
 }
 
-int sbx_dk_id_ok(const char *id)
+int sbx_docker_spec_id_ok(const char *id)
 {
     size_t n = strlen(id);
     if (n == 0 || n >= SBX_ID_MAX)

@@ -1,12 +1,12 @@
 /*
- * runtime_docker_spec.h — what the docker runtime asks the engine for, as pure
+ * docker_spec.h — what the docker runtime asks the engine for, as pure
  * functions (no I/O), so every security setting is visible in one place and
  * unit-tested: the container (entrypoint, user, mounts, limits, isolation,
  * labels), the workspace volume, the limits of an update, the seccomp profile,
  * the environment file execd starts with, and an exec of the entrypoint.
  *
  * A container runs, as the image's "sandbox" user (uid/gid 1000):
- *   /bin/sh -c SBX_DK_INIT_SCRIPT   waits for the claim when it is a pool member
+ *   /bin/sh -c SBX_DOCKER_SPEC_INIT_SCRIPT   waits for the claim when it is a pool member
  *                                   (reads the FIFO run/claim), sources run/env
  *                                   (execd's settings, its access token, the
  *                                   request's env and entrypoint), leaves a
@@ -38,8 +38,8 @@
  * Docker cannot change labels later: renewals, metadata patches and claims of
  * pool members are kept in the service's records, which stay authoritative.
  */
-#ifndef SBX_RUNTIME_DOCKER_SPEC_H
-#define SBX_RUNTIME_DOCKER_SPEC_H
+#ifndef SBX_DOCKER_SPEC_H
+#define SBX_DOCKER_SPEC_H
 
 #include <jansson.h>
 #include <stdint.h>
@@ -48,23 +48,23 @@
 #include "sandboxd/limits.h"
 #include "sandboxd/runtime.h"
 
-#define SBX_DK_LABEL_SERVICE "io.tusko.sandboxd"
-#define SBX_DK_LABEL_ID      "io.tusko.sandbox.id"
-#define SBX_DK_LABEL_ROLE    "io.tusko.sandbox.role"
-#define SBX_DK_LABEL_CREATED "io.tusko.sandbox.created"
-#define SBX_DK_LABEL_EXPIRES "io.tusko.sandbox.expires"
-#define SBX_DK_LABEL_META    "io.tusko.meta."
+#define SBX_DOCKER_SPEC_LABEL_SERVICE "io.tusko.sandboxd"
+#define SBX_DOCKER_SPEC_LABEL_ID      "io.tusko.sandbox.id"
+#define SBX_DOCKER_SPEC_LABEL_ROLE    "io.tusko.sandbox.role"
+#define SBX_DOCKER_SPEC_LABEL_CREATED "io.tusko.sandbox.created"
+#define SBX_DOCKER_SPEC_LABEL_EXPIRES "io.tusko.sandbox.expires"
+#define SBX_DOCKER_SPEC_LABEL_META    "io.tusko.meta."
 
-#define SBX_DK_UID     1000
-#define SBX_DK_RUN     "/run/tusko"
-#define SBX_DK_EXECD   "/opt/tusko/bin/tusko-execd"
-#define SBX_DK_SOCK    "execd.sock"
-#define SBX_DK_ENVFILE "env"
-#define SBX_DK_FIFO    "claim"
-#define SBX_DK_ENTRY   "entry"
+#define SBX_DOCKER_SPEC_UID     1000
+#define SBX_DOCKER_SPEC_RUN     "/run/tusko"
+#define SBX_DOCKER_SPEC_EXECD   "/opt/tusko/bin/tusko-execd"
+#define SBX_DOCKER_SPEC_SOCK    "execd.sock"
+#define SBX_DOCKER_SPEC_ENVFILE "env"
+#define SBX_DOCKER_SPEC_FIFO    "claim"
+#define SBX_DOCKER_SPEC_ENTRY   "entry"
 
 /* The container's command (run by /bin/sh -c as "tusko-init"). */
-extern const char sbx_dk_init_script[];
+extern const char sbx_docker_spec_init_script[];
 
 typedef struct {
     const char *image;        /* reference, e.g. tusko-sandbox:<hash> */
@@ -76,32 +76,32 @@ typedef struct {
     const char *seccomp_json; /* the profile, serialised */
     int64_t created_ms;
     const sbx_spec *spec; /* id, limits, pooled, metadata, expires_ms */
-} sbx_dk_container;
+} sbx_docker_spec;
 
 /* The body of POST /containers/create. */
-json_t *sbx_dk_container_json(const sbx_dk_container *c);
+json_t *sbx_docker_spec_container(const sbx_docker_spec *c);
 /* The body of POST /volumes/create: a local tmpfs volume of bytes owned by the
  * sandbox user, labelled with the service and the sandbox. */
-json_t *sbx_dk_volume_json(const char *name, const char *service_tag, const char *id,
-                           int64_t bytes);
+json_t *sbx_docker_spec_volume(const char *name, const char *service_tag, const char *id,
+                               int64_t bytes);
 /* Memory, MemorySwap (= Memory: no swap), NanoCpus, PidsLimit — for create and
  * POST /containers/{id}/update. */
-json_t *sbx_dk_limits_json(const sbx_limits *l);
+json_t *sbx_docker_spec_limits(const sbx_limits *l);
 /* The seccomp profile in Docker's format: allow by default, then the native
  * runtime's refusals (EPERM), clone with any CLONE_NEW* flag (EPERM), clone3
  * (ENOSYS, so libc falls back to clone), socket(AF_PACKET) (EPERM); for the
  * native architecture and its compat ABIs. NULL with err on an architecture
  * we do not support. */
-json_t *sbx_dk_seccomp_profile(char *err, size_t errlen);
+json_t *sbx_docker_spec_seccomp(char *err, size_t errlen);
 /* The run/env file (a new string): "export NAME='value'" lines for execd's own
  * settings (listen socket, workspace, token), then every valid NAME=value of
  * env (NULL-terminated, may be NULL) except EXECD_* names, then "set -- 'arg'..."
  * for the entrypoint argv (NULL or empty: none); every word single-quoted for
  * the shell. */
-char *sbx_dk_env_file(const char *token, const char *const *env, const char *const *argv);
+char *sbx_docker_spec_env_file(const char *token, const char *const *env, const char *const *argv);
 
 /* Non-zero for a sandbox id as this service makes them (a UUID: lower-case hex
  * and dashes) — labels found on the engine are checked before naming paths. */
-int sbx_dk_id_ok(const char *id);
+int sbx_docker_spec_id_ok(const char *id);
 
 #endif

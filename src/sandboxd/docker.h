@@ -1,5 +1,5 @@
 /*
- * docker_engine.h — a small client of the Docker Engine API over its unix
+ * docker.h — a small client of the Docker Engine API over its unix
  * socket (libcurl with CURLOPT_UNIX_SOCKET_PATH). It never runs the docker CLI.
  *
  * DOCKER_HOST names the engine: "unix:///var/run/docker.sock" (the default),
@@ -12,8 +12,8 @@
  * its own connection, so a client may be used from many threads at once.
  * Response bodies are capped (SBX_DOCKER_MAX_RESPONSE).
  */
-#ifndef SBX_DOCKER_ENGINE_H
-#define SBX_DOCKER_ENGINE_H
+#ifndef SBX_DOCKER_H
+#define SBX_DOCKER_H
 
 #include <jansson.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-#include "sandboxd/docker_engine.h"
+#include "sandboxd/docker.h"
 
 #include <curl/curl.h>
 #include <errno.h>
