@@ -29,6 +29,10 @@ test+=(chromium fonts-inter)
 # tusko-execd's tests run execd on the host: its code contexts need the Jupyter
 # kernel and the libraries the sandbox image has (images/sandbox/).
 test+=(python3-ipykernel python3-pandas python3-matplotlib)
+# bench/search's real-text corpus: manual pages rendered with groff, of the
+# packages bench/search/realtext.py names (those not Essential, not named here
+# and no dependency of what is named here are these three).
+test+=(groff-base passwd mount e2fsprogs)
 
 want=("${build[@]}" "${run[@]}" "${test[@]}")
 command -v node >/dev/null 2>&1 || want+=(nodejs npm)
