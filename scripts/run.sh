@@ -42,7 +42,15 @@ stopping=0
 stop_all() {
   [ "$stopping" = 1 ] && return
   stopping=1
+  # Nothing may end the stop half-way. Under `make run | tee run.log` Ctrl-C
+  # ends tee too, and the next write to stdout would kill this script by
+  # SIGPIPE (or end it through set -e) before the services and sandboxes are
+  # stopped: SIGPIPE is ignored, a failed write is only a failed write, and
+  # what the stop says goes to stderr (the terminal, when stdout is a pipe).
+  trap '' PIPE
   trap - INT TERM EXIT
+  set +e
+  exec 1>&2
   echo
   say "stopping…"
   end_sandboxes

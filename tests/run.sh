@@ -62,7 +62,8 @@ fi
 export TUSKO_TEST_PG_DIR=$OUT/pg
 scripts/pg.sh stop "$TUSKO_TEST_PG_DIR" >/dev/null 2>&1
 rm -rf "$TUSKO_TEST_PG_DIR"
-if ! TK_TEST_DATABASE_URL=$(scripts/pg.sh start "$TUSKO_TEST_PG_DIR"); then
+# a throwaway cluster: the fast settings, unsafe for data anyone needs (scripts/pg.sh)
+if ! TK_TEST_DATABASE_URL=$(scripts/pg.sh start --unsafe-fast "$TUSKO_TEST_PG_DIR"); then
   echo "tests/run.sh: could not start Postgres"
   echo "0 passed, 1 failed"
   exit 1

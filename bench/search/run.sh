@@ -22,7 +22,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 bench/search/build.sh
 B=build/bench/search
-url=$(scripts/pg.sh start var/bench/pg)
+# the corpora can be remade: the fast settings, unsafe for data anyone needs (scripts/pg.sh)
+url=$(scripts/pg.sh start --unsafe-fast var/bench/pg)
+echo "Postgres: $(scripts/pg.sh mode var/bench/pg) settings (scripts/pg.sh)"
 base=${url%/tusko}
 psql=(psql -X -q -v ON_ERROR_STOP=1)
 USER_ID=11111111-1111-4111-8111-111111111111

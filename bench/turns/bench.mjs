@@ -11,6 +11,10 @@
 // stream open (idle), and at the peak of streaming (active). CPU per turn is
 // tusko's CPU time over the whole run divided by the turns: waiting on the
 // model costs no CPU, so this is the server's work per turn without the wait.
+//
+// Postgres: its durable defaults, as `make run` runs it (BENCH_PG=unsafe-fast
+// for scripts/pg.sh's fast settings, fsync and synchronous commit off, which
+// are unsafe for data anyone needs); the table's first line says which.
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -29,6 +33,8 @@ const TICK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdo
 const PAGE = 4096;
 // BENCH_SCENARIO: another fixture (to profile parts; only slow-stream is checked)
 const SCENARIO = process.env.BENCH_SCENARIO || 'slow-stream';
+const PG_MODE = process.env.BENCH_PG || 'durable';
+if (!['durable', 'unsafe-fast'].includes(PG_MODE)) throw new Error(`BENCH_PG: "${PG_MODE}" is not durable or unsafe-fast`);
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -141,6 +147,7 @@ function follow(base, auth, sid) {
 }
 
 async function main() {
+  const load0 = os.loadavg();
   for (const p of ['tusko']) if (!fs.existsSync(path.join(BUILD, p))) throw new Error(`${BUILD}/${p} missing: run make`);
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-turns-'));
   fs.chmodSync(tmp, 0o755); // the cluster runs as the postgres user
@@ -148,7 +155,8 @@ async function main() {
   // pg_stat_statements loaded, to see where the database time goes)
   const ownPg = !process.env.BENCH_PG_DIR;
   const pgdir = process.env.BENCH_PG_DIR || path.join(tmp, 'pg');
-  let dbUrl = pgsh(ownPg ? 'start' : 'url', pgdir);
+  let dbUrl = ownPg ? pgsh('start', ...(PG_MODE === 'unsafe-fast' ? ['--unsafe-fast'] : []), pgdir) : pgsh('url', pgdir);
+  const pgMode = pgsh('mode', pgdir);
   if (!ownPg) {
     const db = `bench_${process.pid}`;
     spawnSync('/usr/lib/postgresql/15/bin/psql', ['-X', '-q', dbUrl, '-c', `CREATE DATABASE ${db} OWNER tusko`]);
@@ -319,7 +327,8 @@ async function main() {
       ['tusko threads at the peak', peakThreads, 'fixed (no thread per turn)'],
     ];
     const w = Math.max(...rows.map((x) => x[0].length));
-    console.log(`bench/turns: ${N} concurrent turns by ${USERS} users, scripted model streaming ~5 s each, ${os.cpus().length} cores`);
+    console.log(`bench/turns: ${N} concurrent turns by ${USERS} users, scripted model streaming ~5 s each, ${os.cpus().length} cores, load ${load0.map((x) => x.toFixed(2)).join(' ')} at the start`);
+    console.log(`Postgres: ${pgMode === 'durable' ? 'durable (its defaults: fsync, synchronous_commit, full_page_writes on; as make run)' : 'UNSAFE fast settings (fsync, synchronous_commit, full_page_writes off; scripts/pg.sh --unsafe-fast)'}`);
     console.log(`${'measure'.padEnd(w)}  ${'value'.padStart(16)}  target`);
     for (const [k, v, t] of rows) console.log(`${k.padEnd(w)}  ${String(v).padStart(16)}  ${t}`);
     if (logLines.length) console.log(`tusko warnings/errors: ${logLines.length} (first: ${logLines[0]})`);

@@ -16,6 +16,7 @@
 #include "app/app.h"
 #include "app/auth/password.h"
 #include "app/cli.h"
+#include "app/durability.h"
 #include "app/server.h"
 #include "lib/embed.h"
 #include "lib/httpc.h"
@@ -89,6 +90,11 @@ static int serve(void)
     char err[512];
     tk_httpc_global_init();
     app_log_summary();
+    PGconn *c = app_db_acquire();
+    if (c) {
+        app_durability_check(c);
+        app_db_release(c);
+    }
     tk_status st = agent_init(err, sizeof err);
     if (st != TK_OK) {
         /* a bad setting (e.g. a SUBAGENT_<ROLE>_MODEL outside TUSKO_MODELS)

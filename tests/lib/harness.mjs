@@ -122,7 +122,9 @@ async function cluster() {
     dir = tmpdir('tusko-pg-');
     own = true;
   }
-  const url = pgsh('start', dir);
+  // a throwaway cluster: the fast settings, unsafe for data anyone needs
+  // (scripts/pg.sh); a test of durability starts a durable one of its own
+  const url = pgsh('start', '--unsafe-fast', dir);
   sharedCluster = { dir, url, own };
   if (own) {
     const handle = {
@@ -137,6 +139,77 @@ async function cluster() {
     live.add(handle);
   }
   return sharedCluster;
+}
+
+// A cluster of its own (not the shared one), for tests that crash or restart
+// Postgres: durable (Postgres's defaults) unless { unsafeFast: true }.
+// { dir, url, db(name) → url of a new database, pids() (postmaster first),
+//   kill9() (every process of the cluster, as a crash would), start(), stop() }.
+export async function startCluster({ unsafeFast = false } = {}) {
+  const dir = tmpdir('tusko-pg-own-');
+  fs.chmodSync(dir, 0o755);
+  const args = ['start', ...(unsafeFast ? ['--unsafe-fast'] : []), dir];
+  const url = pgsh(...args);
+  const pids = () => {
+    const pidFile = path.join(dir, 'data', 'postmaster.pid');
+    if (!fs.existsSync(pidFile)) return [];
+    const pm = Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]);
+    const out = [pm];
+    for (const p of fs.readdirSync('/proc')) {
+      if (!/^\d+$/.test(p)) continue;
+      try {
+        const st = fs.readFileSync(`/proc/${p}/stat`, 'utf8');
+        if (Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[1]) === pm) out.push(Number(p));
+      } catch {
+        /* gone */
+      }
+    }
+    return out;
+  };
+  let n = 0;
+  const handle = {
+    dir,
+    url,
+    pids,
+    mode: () => pgsh('mode', dir),
+    db(tag = 'own') {
+      const name = `t_${tag.replace(/[^a-z0-9_]/gi, '_').toLowerCase()}_${process.pid}_${++n}`;
+      psql(url, `CREATE DATABASE ${name} OWNER tusko`);
+      const u = withDatabase(url, name);
+      psql(u, 'CREATE EXTENSION IF NOT EXISTS pg_trgm');
+      return u;
+    },
+    async kill9() {
+      const ps = pids();
+      for (const p of ps) {
+        try {
+          process.kill(p, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
+      }
+      // until every one has gone (a zombie counts as gone)
+      const alive = (p) => {
+        try {
+          const st = fs.readFileSync(`/proc/${p}/stat`, 'utf8');
+          return st.slice(st.lastIndexOf(')') + 2, st.lastIndexOf(')') + 3) !== 'Z';
+        } catch {
+          return false;
+        }
+      };
+      for (let i = 0; i < 200 && ps.some(alive); i++) await sleep(25);
+      return ps;
+    },
+    start: () => pgsh(...args),
+    stop: async () => {
+      live.delete(handle);
+      pgsh('stop', dir);
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+    killSync: () => pgsh('stop', dir),
+  };
+  live.add(handle);
+  return handle;
 }
 
 function withDatabase(url, db) {
