@@ -10,6 +10,7 @@
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/pg.h"
+#include "lib/utf8.h"
 
 #define LIST_DEFAULT     50
 #define LIST_MAX         200
@@ -152,7 +153,7 @@ static int read_fields(tk_req *r, json_t *body, const char **title, const char *
         }
         const char *s = json_string_value(t);
         size_t len = json_string_length(t);
-        long chars = app_utf8_chars(s, len);
+        long chars = tk_utf8_count(s, len);
         if (chars < 1 || chars > APP_TITLE_MAX || memchr(s, 0, len)) {
             tk_respond_error(r, 400, "INVALID_REQUEST", "\"title\" must be 1 to %d characters",
                              APP_TITLE_MAX);
@@ -244,7 +245,7 @@ static void h_list(tk_req *r, void *ud)
     if (q && !*q)
         q = NULL;
     if (q) {
-        long n = app_utf8_chars(q, strlen(q));
+        long n = tk_utf8_count(q, strlen(q));
         if (n < 0 || n > APP_TITLE_MAX) {
             tk_respond_error(r, 400, "INVALID_REQUEST",
                              "\"q\" must be UTF-8 text of at most %d characters", APP_TITLE_MAX);

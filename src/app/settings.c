@@ -11,6 +11,7 @@
 #include "app/models.h"
 #include "app/weburl.h"
 #include "lib/buf.h"
+#include "lib/utf8.h"
 
 static app_settings S;
 
@@ -193,39 +194,7 @@ const char *app_settings_source(const char *env_name)
 
 long app_utf8_chars(const char *s, size_t len)
 {
-    const unsigned char *p = (const unsigned char *)s;
-    long n = 0;
-    size_t i = 0;
-    while (i < len) {
-        unsigned c = p[i];
-        size_t k;
-        unsigned min;
-        if (c < 0x80) {
-            i++;
-            n++;
-            continue;
-        } else if ((c & 0xE0) == 0xC0) {
-            k = 1, min = 0x80, c &= 0x1F;
-        } else if ((c & 0xF0) == 0xE0) {
-            k = 2, min = 0x800, c &= 0x0F;
-        } else if ((c & 0xF8) == 0xF0) {
-            k = 3, min = 0x10000, c &= 0x07;
-        } else {
-            return -1;
-        }
-        if (len - i <= k) /* the sequence is cut */
-            return -1;
-        for (size_t j = 1; j <= k; j++) {
-            if ((p[i + j] & 0xC0) != 0x80)
-                return -1;
-            c = (c << 6) | (p[i + j] & 0x3F);
-        }
-        if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
-            return -1;
-        i += k + 1;
-        n++;
-    }
-    return n;
+    return tk_utf8_count(s, len);
 }
 
 /* Reads a whole small file; TK_ETOOBIG past max bytes. */
@@ -302,7 +271,7 @@ tk_status app_settings_validate(const app_settings *s, char **system_prompt, cha
     } else {
         tk_buf_append_str(&b, default_system_prompt);
     }
-    long chars = app_utf8_chars(tk_buf_cstr(&b), b.len);
+    long chars = tk_utf8_count(tk_buf_cstr(&b), b.len);
     if (chars < 0 || memchr(tk_buf_cstr(&b), 0, b.len)) {
         snprintf(err, errlen, "%s: the system prompt is not valid UTF-8 text", var);
         tk_buf_free(&b);

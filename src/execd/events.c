@@ -4,51 +4,7 @@
 
 #include "lib/json.h"
 #include "lib/tktime.h"
-
-/* Length of a valid UTF-8 sequence at s, 0 when invalid, -1 when truncated. */
-static int seq_len(const unsigned char *s, size_t n)
-{
-    unsigned char c = s[0];
-    int need;
-    unsigned min;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf) {
-        need = 2;
-        min = 0x80;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        need = 3;
-        min = 0x800;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        need = 4;
-        min = 0x10000;
-    } else {
-        return 0;
-    }
-    unsigned cp = c & (0x7f >> need);
-    for (int i = 1; i < need; i++) {
-        if ((size_t)i >= n)
-            return -1;
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return need;
-}
-
-size_t execd_utf8_prefix(const char *s, size_t n)
-{
-    /* Only the last 3 bytes can start an incomplete sequence. */
-    size_t from = n > 3 ? n - 3 : 0;
-    for (size_t i = from; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0xc2 && c <= 0xf4 && seq_len((const unsigned char *)s + i, n - i) == -1)
-            return i;
-    }
-    return n;
-}
+#include "lib/utf8.h"
 
 json_t *execd_json_text(const char *s, size_t n)
 {
@@ -59,10 +15,10 @@ json_t *execd_json_text(const char *s, size_t n)
     tk_buf b;
     tk_buf_init(&b, n * 3 + 16);
     for (size_t i = 0; i < n;) {
-        int l = seq_len((const unsigned char *)s + i, n - i);
+        size_t l = tk_utf8_decode(s + i, n - i, NULL);
         if (l > 0 && !(l == 1 && s[i] == 0)) {
-            tk_buf_append(&b, s + i, (size_t)l);
-            i += (size_t)l;
+            tk_buf_append(&b, s + i, l);
+            i += l;
         } else {
             tk_buf_append(&b, "\xef\xbf\xbd", 3);
             i++;

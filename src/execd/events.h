@@ -31,8 +31,5 @@ tk_status execd_ev_error(tk_buf *b, const char *ename, const char *evalue, json_
 
 /* A JSON string of n bytes of arbitrary data, invalid UTF-8 replaced. */
 json_t *execd_json_text(const char *s, size_t n);
-/* The longest prefix of s[0..n) that does not end inside a UTF-8 sequence that
- * could still be completed by more bytes. */
-size_t execd_utf8_prefix(const char *s, size_t n);
 
 #endif

@@ -4,6 +4,7 @@
 
 #include "execd/events.h"
 #include "lib/tktime.h"
+#include "lib/utf8.h"
 
 void execd_lines_init(execd_lines *l, size_t cap)
 {
@@ -48,7 +49,7 @@ void execd_lines_feed(execd_lines *l, const char *data, size_t n, execd_line_fn 
             tk_buf_append(&l->part, data + i, take);
             i += take;
             if (l->part.len >= l->cap) {
-                size_t cut = execd_utf8_prefix(l->part.data, l->part.len);
+                size_t cut = tk_utf8_whole(l->part.data, l->part.len);
                 if (cut == 0)
                     cut = l->part.len;
                 send_part(l, cut, fn, ud);

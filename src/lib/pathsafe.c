@@ -10,6 +10,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "lib/utf8.h"
+
 static int force_walk;
 static int no_openat2; /* set once openat2 answered ENOSYS */
 
@@ -25,39 +27,6 @@ void tk_ws_force_walk(int on)
     } while (0)
 
 /* ---------- the lexical step ---------- */
-
-/* Length of the valid UTF-8 sequence at s (n bytes left), or 0 when invalid. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-    unsigned char c = s[0];
-    size_t need;
-    unsigned min;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf) {
-        need = 2;
-        min = 0x80;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        need = 3;
-        min = 0x800;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        need = 4;
-        min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (n < need)
-        return 0;
-    unsigned cp = c & (0x7f >> need);
-    for (size_t i = 1; i < need; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return need;
-}
 
 static int is_hex(char c)
 {
@@ -135,7 +104,7 @@ tk_status tk_ws_rel(const tk_ws *ws, const char *path, size_t len, char *rel, si
         if (c == '%' && i + 2 < len && is_hex(path[i + 1]) && is_hex(path[i + 2]))
             DENY("the path still contains a percent-escape after decoding (double encoding is "
                  "refused)");
-        size_t n = utf8_seq((const unsigned char *)path + i, len - i);
+        size_t n = tk_utf8_decode(path + i, len - i, NULL);
         if (n == 0)
             DENY("the path is not valid UTF-8");
         i += n;

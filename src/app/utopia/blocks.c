@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/utf8.h"
+
 void utopia_blocks_init(utopia_blocks *b, size_t max_bytes)
 {
     memset(b, 0, sizeof *b);
@@ -20,40 +22,6 @@ void utopia_blocks_free(utopia_blocks *b)
     memset(b, 0, sizeof *b);
 }
 
-/* Decodes one UTF-8 sequence at s (n > 0 bytes available). Returns its length
- * and the code point, or 0 when the sequence is invalid (overlong, surrogate,
- * out of range, truncated). */
-static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
-{
-    unsigned c = s[0];
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    }
-    size_t len;
-    uint32_t v, min;
-    if ((c & 0xE0) == 0xC0) {
-        len = 2, v = c & 0x1F, min = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-        len = 3, v = c & 0x0F, min = 0x800;
-    } else if ((c & 0xF8) == 0xF0) {
-        len = 4, v = c & 0x07, min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (n < len)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        v = (v << 6) | (s[i] & 0x3F);
-    }
-    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
-        return 0;
-    *cp = v;
-    return len;
-}
-
 tk_status utopia_text_normalize(tk_buf *out, const char *text, size_t len, int multiline)
 {
     const unsigned char *s = (const unsigned char *)text;
@@ -62,7 +30,7 @@ tk_status utopia_text_normalize(tk_buf *out, const char *text, size_t len, int m
     int pending = 0;
     for (size_t i = 0; i < len;) {
         uint32_t cp;
-        size_t n = utf8_decode(s + i, len - i, &cp);
+        size_t n = tk_utf8_decode(text + i, len - i, &cp);
         const char *emit = NULL;
         size_t emitlen = 0;
         if (n == 0) {

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/utf8.h"
+
 typedef struct {
     const utopia_blocks *b;
     size_t size, overlap;
@@ -79,10 +81,10 @@ static size_t find_cut(const char *s, size_t n, size_t room)
     for (size_t i = room; i > lo; i--)
         if (s[i] == ' ' || s[i] == '\n')
             return i;
-    size_t i = room;
-    while (i > 1 && ((unsigned char)s[i] & 0xC0) == 0x80)
-        i--;
-    return i;
+    /* at a character boundary; never 0 bytes while there is room (the chunker
+     * must move on), even when the room holds no character start */
+    size_t i = tk_utf8_cut(s, n, room);
+    return i ? i : TK_MIN(room, 1);
 }
 
 static void add_para(chunker *c, const char *t, size_t n)

@@ -15,6 +15,7 @@
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/pg.h"
+#include "lib/utf8.h"
 
 int utopia_check_fts_config(const char *value, char *msg, size_t msglen)
 {
@@ -119,11 +120,8 @@ static char *clean_title(const char *t, size_t max)
     utopia_text_normalize(&b, t, strlen(t), 0);
     /* cut on a character boundary */
     if (b.len > max) {
-        size_t n = max;
-        while (n > 0 && ((unsigned char)b.data[n] & 0xC0) == 0x80)
-            n--;
-        b.len = n;
-        b.data[n] = 0;
+        b.len = tk_utf8_cut(b.data, b.len, max);
+        b.data[b.len] = 0;
     }
     return tk_buf_steal(&b, NULL);
 }

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "lib/utf8.h"
+
 #define ZIP_MAX_ENTRIES 10000
 #define ZIP_MAX_RATIO   100
 #define ZIP_RATIO_FREE  ((size_t)1 << 20) /* entries this small may compress better */
@@ -226,16 +228,7 @@ static tk_status xml_text(tk_buf *b, const char *s, size_t n)
             }
             if (cp == 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
                 cp = 0xFFFD;
-            if (cp < 0x80)
-                u[0] = (char)cp;
-            else if (cp < 0x800)
-                u[0] = (char)(0xC0 | cp >> 6), u[1] = (char)(0x80 | (cp & 0x3F));
-            else if (cp < 0x10000)
-                u[0] = (char)(0xE0 | cp >> 12), u[1] = (char)(0x80 | ((cp >> 6) & 0x3F)),
-                u[2] = (char)(0x80 | (cp & 0x3F));
-            else
-                u[0] = (char)(0xF0 | cp >> 18), u[1] = (char)(0x80 | ((cp >> 12) & 0x3F)),
-                u[2] = (char)(0x80 | ((cp >> 6) & 0x3F)), u[3] = (char)(0x80 | (cp & 0x3F));
+            tk_utf8_encode((uint32_t)cp, u); /* u[4] stays the NUL */
             rep = u;
         }
         if (!rep) {

@@ -11,16 +11,11 @@
 #include "lib/httpc.h"
 #include "lib/json.h"
 #include "lib/log.h"
+#include "lib/utf8.h"
 
 static json_t *cut(const char *s)
 {
-    size_t n = strlen(s);
-    if (n > 8000) {
-        n = 8000;
-        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-            n--;
-    }
-    return json_stringn(s, n);
+    return json_stringn(s, tk_utf8_cut(s, strlen(s), 8000));
 }
 
 static tk_status embed_batch(const utopia *u, const char *const *texts, size_t n, float *out,

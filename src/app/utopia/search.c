@@ -24,6 +24,7 @@
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/pg.h"
+#include "lib/utf8.h"
 
 /* 1. the query's words, each with its chunk count (NULL: not in the vocabulary) */
 static const char SQL_WORDS[] =
@@ -109,9 +110,7 @@ static void like_prefix(const char *s, size_t n, int reverse_it, char *out, size
         /* reverse by characters, as Postgres' reverse() does */
         size_t k = 0;
         for (size_t i = len; i > 0;) {
-            size_t j = i - 1;
-            while (j > 0 && ((unsigned char)s[j] & 0xC0) == 0x80)
-                j--;
+            size_t j = tk_utf8_cut(s, len, i - 1); /* where the last character starts */
             memcpy(tmp + k, s + j, i - j);
             k += i - j;
             i = j;
@@ -121,13 +120,8 @@ static void like_prefix(const char *s, size_t n, int reverse_it, char *out, size
         memcpy(tmp, s, len);
         tmp[len] = 0;
     }
-    size_t o = 0, chars = 0;
-    for (size_t i = 0; tmp[i] && o + 3 < outlen; i++) {
-        if (((unsigned char)tmp[i] & 0xC0) != 0x80) {
-            if (chars == n)
-                break;
-            chars++;
-        }
+    size_t o = 0, end = tk_utf8_cut_chars(tmp, strlen(tmp), n, NULL);
+    for (size_t i = 0; i < end && o + 3 < outlen; i++) {
         if (tmp[i] == '%' || tmp[i] == '_' || tmp[i] == '\\')
             out[o++] = '\\';
         out[o++] = tmp[i];

@@ -156,16 +156,34 @@ TEST(events_are_upstream_framed_and_clean_utf8)
     tk_buf_free(&b);
 }
 
-TEST(utf8_prefix_stops_before_incomplete_sequences)
+static void check_json_text(const char *in, size_t n, const char *want)
 {
-    CHECK_INT(execd_utf8_prefix("abc", 3), ==, 3);
-    CHECK_INT(execd_utf8_prefix("ab\xc3", 3), ==, 2);
-    CHECK_INT(execd_utf8_prefix("a\xe2\x82", 3), ==, 1);
-    CHECK_INT(execd_utf8_prefix("a\xe2\x82\xac", 4), ==, 4);
-    CHECK_INT(execd_utf8_prefix("\xff", 1), ==, 1); /* invalid, not incomplete */
+    json_t *j = execd_json_text(in, n);
+    CHECK(json_is_string(j));
+    CHECK_INT(json_string_length(j), ==, strlen(want));
+    CHECK_MEM(json_string_value(j), want, strlen(want));
+    json_decref(j);
+}
+
+TEST(json_text_keeps_valid_text_and_replaces_each_invalid_byte)
+{
     json_t *j = execd_json_text("a\0b", 3);
     CHECK_INT(json_string_length(j), ==, 3); /* NUL is valid JSON (\\u0000) */
     json_decref(j);
+    check_json_text("caf\xc3\xa9", 5, "caf\xc3\xa9");
+    /* every byte that starts no valid sequence becomes one U+FFFD */
+    check_json_text("a\xff"
+                    "b",
+                    3,
+                    "a\xef\xbf\xbd"
+                    "b");
+    check_json_text("\xe2\x82", 2, "\xef\xbf\xbd\xef\xbf\xbd");                 /* cut short */
+    check_json_text("\xc0\xaf", 2, "\xef\xbf\xbd\xef\xbf\xbd");                 /* overlong */
+    check_json_text("\xed\xa0\x80", 3, "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"); /* surrogate */
+    check_json_text("\xf4\x90\x80\x80!", 5,
+                    "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd!"); /* > U+10FFFF */
+    /* once cleaning, a NUL is replaced too; valid sequences around it are kept */
+    check_json_text("\xc3\xa9\0\xff", 4, "\xc3\xa9\xef\xbf\xbd\xef\xbf\xbd");
 }
 
 TEST_MAIN()
