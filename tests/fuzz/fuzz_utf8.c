@@ -6,36 +6,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../unit/lib/utf8_oracle.h"
 #include "lib/utf8.h"
-
-static size_t oracle(const unsigned char *s, size_t n)
-{
-    static const struct {
-        unsigned char lo[4], hi[4];
-        size_t len;
-    } rows[] = {
-        {{0x00}, {0x7F}, 1},
-        {{0xC2, 0x80}, {0xDF, 0xBF}, 2},
-        {{0xE0, 0xA0, 0x80}, {0xE0, 0xBF, 0xBF}, 3},
-        {{0xE1, 0x80, 0x80}, {0xEC, 0xBF, 0xBF}, 3},
-        {{0xED, 0x80, 0x80}, {0xED, 0x9F, 0xBF}, 3},
-        {{0xEE, 0x80, 0x80}, {0xEF, 0xBF, 0xBF}, 3},
-        {{0xF0, 0x90, 0x80, 0x80}, {0xF0, 0xBF, 0xBF, 0xBF}, 4},
-        {{0xF1, 0x80, 0x80, 0x80}, {0xF3, 0xBF, 0xBF, 0xBF}, 4},
-        {{0xF4, 0x80, 0x80, 0x80}, {0xF4, 0x8F, 0xBF, 0xBF}, 4},
-    };
-    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
-        if (s[0] < rows[r].lo[0] || s[0] > rows[r].hi[0])
-            continue;
-        if (n < rows[r].len)
-            return 0;
-        for (size_t i = 1; i < rows[r].len; i++)
-            if (s[i] < rows[r].lo[i] || s[i] > rows[r].hi[i])
-                return 0;
-        return rows[r].len;
-    }
-    return 0;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -47,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < size; i++) {
         uint32_t cp;
         size_t k = tk_utf8_decode(s + i, size - i, &cp);
-        if (k != oracle(data + i, size - i))
+        if (k != utf8_oracle(data + i, size - i))
             __builtin_trap();
         if (k) {
             char e[4];
@@ -56,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     for (size_t i = 0; i < size;) {
-        size_t k = oracle(data + i, size - i);
+        size_t k = utf8_oracle(data + i, size - i);
         if (!k) {
             valid = 0;
             break;

@@ -1,40 +1,7 @@
 #include "lib/common.h"
 #include "lib/utf8.h"
 #include "tk_test.h"
-
-/*
- * The oracle: the well-formed byte sequences of the Unicode Standard, Table
- * 3-7, written as byte ranges (no code point arithmetic, unlike lib/utf8.c).
- * Returns the length of the well-formed sequence at s[0..n), or 0.
- */
-static size_t oracle(const unsigned char *s, size_t n)
-{
-    static const struct {
-        unsigned char lo[4], hi[4];
-        int len;
-    } rows[] = {
-        {{0x00}, {0x7F}, 1},
-        {{0xC2, 0x80}, {0xDF, 0xBF}, 2},
-        {{0xE0, 0xA0, 0x80}, {0xE0, 0xBF, 0xBF}, 3},
-        {{0xE1, 0x80, 0x80}, {0xEC, 0xBF, 0xBF}, 3},
-        {{0xED, 0x80, 0x80}, {0xED, 0x9F, 0xBF}, 3},
-        {{0xEE, 0x80, 0x80}, {0xEF, 0xBF, 0xBF}, 3},
-        {{0xF0, 0x90, 0x80, 0x80}, {0xF0, 0xBF, 0xBF, 0xBF}, 4},
-        {{0xF1, 0x80, 0x80, 0x80}, {0xF3, 0xBF, 0xBF, 0xBF}, 4},
-        {{0xF4, 0x80, 0x80, 0x80}, {0xF4, 0x8F, 0xBF, 0xBF}, 4},
-    };
-    for (size_t r = 0; r < TK_ARRAY_LEN(rows); r++) {
-        if (s[0] < rows[r].lo[0] || s[0] > rows[r].hi[0])
-            continue;
-        if (n < (size_t)rows[r].len)
-            return 0;
-        for (int i = 1; i < rows[r].len; i++)
-            if (s[i] < rows[r].lo[i] || s[i] > rows[r].hi[i])
-                return 0;
-        return (size_t)rows[r].len;
-    }
-    return 0;
-}
+#include "utf8_oracle.h"
 
 static uint32_t oracle_cp(const unsigned char *s, size_t len)
 {
@@ -49,7 +16,7 @@ static uint32_t oracle_cp(const unsigned char *s, size_t len)
 static void check_against_oracle(const unsigned char *b, size_t n)
 {
     uint32_t cp = 0xDEADBEEF;
-    size_t got = tk_utf8_decode((const char *)b, n, &cp), want = oracle(b, n);
+    size_t got = tk_utf8_decode((const char *)b, n, &cp), want = utf8_oracle(b, n);
     if (got != want)
         TK_TEST_FAIL("decode of %02x %02x %02x %02x (n %zu): %zu, the oracle says %zu", b[0],
                      n > 1 ? b[1] : 0, n > 2 ? b[2] : 0, n > 3 ? b[3] : 0, n, got, want);
@@ -152,7 +119,7 @@ TEST(utf8_encode_round_trips_every_code_point)
         size_t want = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
         if (k != want || tk_utf8_decode(e, k, &back) != k || back != cp)
             TK_TEST_FAIL("U+%04X: encoded in %zu bytes, decoded as U+%04X", cp, k, back);
-        if (oracle((const unsigned char *)e, k) != k)
+        if (utf8_oracle((const unsigned char *)e, k) != k)
             TK_TEST_FAIL("U+%04X: the encoding is not well formed", cp);
     }
     char e[4];
