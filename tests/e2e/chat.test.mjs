@@ -79,7 +79,29 @@ const scenarios = {
       { text: 'Two of three are done.' },
     ],
   },
+  'ui-plan-bad': {
+    steps: [
+      { tool_calls: [{ name: 'plan_task', arguments: { goal: 'Tidy the notes', milestones: ['Read them', 'Sort them', 'File them'] } }] },
+      { tool_calls: [{ name: 'plan_task', arguments: { update: [{ milestone: 9, status: 'done' }] } }] },
+      { text: 'That update was refused.' },
+    ],
+  },
+  // two subagents of one answer at once, each with its own tool calls
+  'ui-two': {
+    steps: [
+      { text: 'Two at once.', tool_calls: [delegate('researcher', 'part A #scenario:ui-part-a'), delegate('reviewer', 'part B #scenario:ui-part-b')] },
+      { text: 'Both answered.' },
+    ],
+  },
+  'ui-part-a': { steps: [{ text: 'Looking.', tool_calls: [{ name: 'search_chunks', arguments: { query: 'alpha' } }], delay_ms: 300 }, { text: 'answer A' }] },
+  'ui-part-b': { steps: [{ tool_calls: [{ name: 'list_files', arguments: {} }], delay_ms: 300 }, { text: 'answer B' }] },
+  // a subagent whose second model call never answers: stopped with the turn
+  'ui-wait': { steps: [{ tool_calls: [delegate('researcher', 'wait #scenario:ui-hang')] }, { text: 'not reached' }] },
+  'ui-hang': { steps: [{ text: 'Thinking.', tool_calls: [{ name: 'search_chunks', arguments: { query: 'x' } }] }, { hang: true }] },
 };
+function delegate(role, task) {
+  return { name: 'delegate_subagent', arguments: { role, task } };
+}
 
 let stack, browser;
 const EMAIL = 'ada@example.com';
@@ -302,6 +324,66 @@ describe('chatting', () => {
     assert.equal(await plan.locator('.lane').innerText(), 'fast');
     assert.equal(await page.locator('.card.tool[data-tool="plan_task"]').count(), 0, 'the plan card stands for its tool calls');
     await screenshot(page, 'plan-desktop-light');
+    clean(problems);
+    await context.close();
+  });
+
+  test('a plan_task call that fails shows its card, with why', async () => {
+    const { context, page, problems } = await newPage(browser);
+    await signIn(page, stack.base, EMAIL);
+    await send(page, 'Plan badly #scenario:ui-plan-bad');
+    await lastTurnDone(page);
+    const turn = page.locator('article.turn').last();
+    assert.equal(await turn.locator('.card.plan .goal').innerText(), 'Tidy the notes');
+    const cards = turn.locator('.card.tool[data-tool="plan_task"]');
+    assert.equal(await cards.count(), 1, 'only the failed call has a card');
+    assert.equal(await cards.getAttribute('class'), 'card tool failed');
+    assert.match(await cards.locator('.tool-message').innerText(), /each update needs "milestone"/);
+    // in the order it ended: after the plan, before the last text
+    assert.deepEqual(await turn.locator('.turn-body > *').evaluateAll((els) => els.map((e) => e.className)), ['card plan', 'card tool failed', 'segment md']);
+    clean(problems);
+    await context.close();
+  });
+
+  test('two subagents at once: each in the card of its call, with its own tool card and text', async () => {
+    const { context, page, problems } = await newPage(browser);
+    await signIn(page, stack.base, EMAIL);
+    await send(page, 'Split it #scenario:ui-two');
+    await lastTurnDone(page);
+    const turn = page.locator('article.turn').last();
+    const cards = turn.locator('.turn-body > .card.tool[data-tool="delegate_subagent"]');
+    assert.equal(await cards.count(), 2);
+    const a = cards.nth(0).locator('section.subagent');
+    const b = cards.nth(1).locator('section.subagent');
+    assert.equal(await a.getAttribute('data-role'), 'researcher');
+    assert.equal(await b.getAttribute('data-role'), 'reviewer');
+    assert.equal(await a.getAttribute('data-state'), 'done');
+    assert.equal(await b.getAttribute('data-state'), 'done');
+    assert.match(await a.locator('.sub-state').innerText(), /^done · 2 steps · 1 tool call/);
+    assert.equal(await a.locator('.sub-task').innerText(), 'part A #scenario:ui-part-a');
+    assert.deepEqual(await a.locator('.sub-body > *').evaluateAll((els) => els.map((e) => e.dataset.tool || e.className)), ['segment sub-text md', 'search_chunks', 'segment sub-text md']);
+    assert.deepEqual(await b.locator('.sub-body > *').evaluateAll((els) => els.map((e) => e.dataset.tool || e.className)), ['list_files', 'segment sub-text md']);
+    assert.equal(await a.locator('.card.tool').getAttribute('data-agent'), 'researcher');
+    assert.equal(await b.locator('.sub-text').innerText(), 'answer B');
+    assert.deepEqual(await turn.locator('.turn-body > .segment').allInnerTexts(), ['Two at once.', 'Both answered.']);
+    clean(problems);
+    await context.close();
+  });
+
+  test('stop while a subagent works: the subagent and its call say they were stopped', async () => {
+    const { context, page, problems } = await newPage(browser);
+    await signIn(page, stack.base, EMAIL);
+    await send(page, 'Wait for it #scenario:ui-wait');
+    const sub = page.locator('section.subagent');
+    await sub.locator('.card.tool[data-tool="search_chunks"] .status.ok').waitFor();
+    await page.locator('#send[aria-label="Stop"]').click();
+    await lastTurnDone(page, 'cancelled');
+    const card = page.locator('.card.tool[data-tool="delegate_subagent"]');
+    await card.locator(':scope > details .status.failed').waitFor();
+    assert.match(await card.locator(':scope > .tool-message').innerText(), /^stopped: the turn was cancelled/);
+    assert.equal(await sub.getAttribute('data-state'), 'cancelled');
+    assert.match(await sub.locator('.sub-state').innerText(), /^stopped/);
+    assert.equal(await sub.locator('.sub-text').innerText(), 'Thinking.');
     clean(problems);
     await context.close();
   });

@@ -70,6 +70,8 @@ describe('a turn that writes and runs code', () => {
     await notice.waitFor();
     assert.match(await notice.innerText(), /^sandbox started · (warm pool|cold start) · 1 of 5 live/);
     await lastTurnDone(page);
+    // above the call that waited for it
+    assert.equal(await notice.evaluate((el) => el.nextElementSibling.dataset.tool), 'write_file');
     const write = page.locator('.card.tool[data-tool="write_file"]');
     const run = page.locator('.card.tool[data-tool="execute_command"]');
     assert.equal(await write.locator('.lane').innerText(), 'sandbox');
@@ -119,6 +121,21 @@ describe('a turn that writes and runs code', () => {
     await page.locator('#pane-files .preview-text', { hasText: 'Q3 up 12%' }).waitFor();
     const [download] = await Promise.all([page.waitForEvent('download'), page.locator('#pane-files .preview-head button', { hasText: 'Download' }).click()]);
     assert.equal(fs.readFileSync(await download.path(), 'utf8'), notes);
+  });
+
+  test("a file dropped on a chat without a sandbox starts it: a notice in the chat, outside any turn", async () => {
+    const url = page.url();
+    await page.locator('#new-chat').click();
+    await send(page, 'Only talk #scenario:ui-talk');
+    await lastTurnDone(page);
+    await dropFiles(page, '#main', [{ name: 'first.txt', text: 'first\n', type: 'text/plain' }]);
+    await page.locator('.upload-chip.ok', { hasText: 'first.txt · in /workspace' }).waitFor();
+    const notice = page.locator('.thread > .session-notice > .notice.spawn');
+    await notice.waitFor();
+    assert.match(await notice.innerText(), /^sandbox started · (warm pool|cold start) · 2 of 5 live/);
+    assert.equal(await page.locator('article.turn .notice.spawn').count(), 0);
+    await page.goto(url);
+    await page.locator('article.turn[data-state="done"]').last().waitFor();
   });
 
   test('the trace shows the spawn span with its attributes', async () => {
