@@ -2,7 +2,8 @@
 # tests/run.sh — runs every test and ends with one line "N passed, N failed".
 #
 # Called by `make test` after the plain, sanitizer and fuzz builds. Sections:
-#   unit         tests/unit/*/test_*.c, in build/ and in build/asan/ (ASan+UBSan)
+#   unit         tests/unit/*/test_*.c, in build/ and in build/asan/ (ASan+UBSan);
+#                tests/unit/web/*.test.mjs (node:test: the web UI's modules, no DOM)
 #   integration  tests/integration/**/*.test.mjs (node:test) and *_test.sh, against
 #                the sanitizer build of the programs; a sanitizer report in a
 #                program's log fails the test that started it
@@ -128,6 +129,8 @@ node_section() { # name dir
   done
   record "$name" "$p" "$f"
 }
+# the web UI's modules that need no browser (node:test), with the unit tests
+want unit && node_section unit-web tests/unit/web
 want integration && node_section integration tests/integration
 want e2e && node_section e2e tests/e2e
 

@@ -1,9 +1,9 @@
 // The pieces of an answer besides its text: the plan card, tool-call cards,
 // subagents nested in their delegate_subagent card, the sandbox spawn notice,
-// errors. Built from the events of docs/AGENT.md.
+// errors. Each view draws an item of the chat's state (events.js): sync()
+// shows what the item holds now.
 import { renderPreview } from './files.js';
 import { fmtBytes, fmtDuration, h, icon } from './html.js';
-import { MarkdownView } from './markdown.js';
 
 const LANES = { fast: 'fast', sandbox: 'sandbox', browser: 'browser' };
 
@@ -22,11 +22,13 @@ export function laneBadge(lane) {
 const STATUS_LABEL = { pending: 'to do', in_progress: 'in progress', done: 'done', skipped: 'skipped', blocked: 'blocked' };
 
 export class PlanCard {
-  constructor() {
+  constructor(item) {
+    this.item = item;
     this.el = h('section.card.plan', { 'aria-label': 'Plan' });
   }
 
-  update({ goal, milestones = [] }) {
+  sync() {
+    const { goal, milestones = [] } = this.item;
     const items = milestones.map((m, i) => {
       const title = typeof m === 'string' ? m : m.title || m.name || `Milestone ${i + 1}`;
       const status = (typeof m === 'object' && m.status) || 'pending';
@@ -78,11 +80,12 @@ function argsSummary(name, args) {
 }
 
 export class ToolCard {
-  constructor(ev) {
-    this.callId = ev.call_id;
+  constructor(item) {
+    const ev = item; // (call_id, name, lane, arguments: as tool_start said)
+    this.item = item;
     this.name = ev.name || 'tool';
-    this.started = performance.now();
-    this.args = ev.arguments;
+    this.shown = []; // how much of each piece of output is on screen
+    this.ended = false;
     this.status = h('span.status.running', { title: 'running' }, h('span.spinner'), h('span.sr-only', { text: 'running' }));
     this.duration = h('span.duration');
     this.output = null;
@@ -101,6 +104,15 @@ export class ToolCard {
     this.details.append(summary, this.body);
     this.message = h('div.tool-message', { hidden: true });
     this.el = h('section.card.tool', { dataset: { callId: ev.call_id || '', tool: this.name, lane: ev.lane || 'fast' } }, this.details, this.message);
+    if (item.agent !== undefined) this.el.dataset.agent = item.agent;
+  }
+
+  sync() {
+    this.item.output.forEach((piece, i) => this.out(piece, i));
+    if (this.item.end && !this.ended) {
+      this.ended = true;
+      this.end(this.item.end);
+    }
   }
 
   // A subagent this call started: shown inside the card, outside the fold.
@@ -112,20 +124,19 @@ export class ToolCard {
     this.subs.append(view.el);
   }
 
-  out(ev) {
+  // The i-th piece of output ({stream, text}: the lines of one stream in a
+  // row), appended to what is shown of it.
+  out({ stream, text }, i) {
+    const shown = this.shown[i] || 0;
+    if (shown === text.length) return;
     if (!this.output) {
       this.output = h('pre.output', { 'aria-live': 'off' });
       this.body.append(h('div.label', { text: 'Output' }), this.output);
       this.details.open = true; // commands show their output as it streams
     }
-    const stream = ev.stream === 'stderr' ? 'stderr' : 'stdout';
-    // a command's output arrives a line at a time with its newline; code output
-    // as the kernel wrote it (which may not end a line)
-    let text = ev.text || '';
-    if (!text.endsWith('\n')) text += '\n';
-    const last = this.output.lastChild;
-    if (last && last.dataset.stream === stream) last.append(text);
+    if (i < this.output.childNodes.length) this.output.childNodes[i].append(text.slice(shown));
     else this.output.append(h(`span.${stream}`, { dataset: { stream }, text }));
+    this.shown[i] = text.length;
     this.output.scrollTop = this.output.scrollHeight;
   }
 
@@ -164,7 +175,7 @@ export class ToolCard {
   showMessage(ev) {
     const r = ev.result || '';
     let kind = 'error';
-    if (this.quota || ev.quota_refused || /quota|MAX_SANDBOXES_PER_USER/i.test(r)) kind = 'quota';
+    if (this.item.quota || ev.quota_refused || /quota|MAX_SANDBOXES_PER_USER/i.test(r)) kind = 'quota';
     else if (/OPENSANDBOX_(URL|API_KEY)|execution is off|fail-closed/i.test(r)) kind = 'fail-closed';
     this.message.hidden = false;
     this.message.className = `tool-message ${kind}`;
@@ -180,53 +191,42 @@ const ROLE_TITLE = { researcher: 'Researcher', coder: 'Coder', reviewer: 'Review
 // One subagent's run, nested in its delegate_subagent card: its task, its
 // text as it streams, its own tool cards, and how it ended.
 export class SubagentView {
-  constructor(ev) {
-    this.id = ev.subagent_id;
-    this.role = ev.agent || ev.role || 'subagent';
+  constructor(item) {
+    this.item = item;
+    this.role = item.role;
     this.ended = false;
-    this.text = null;
-    this.textStep = null;
     this.state = h('span.sub-state.running', {}, h('span.spinner'), h('span', { text: 'working' }));
     this.meta = h('span.sub-meta');
     this.task = h('p.sub-task', { hidden: true });
     this.body = h('div.sub-body');
     this.el = h(
       'section.subagent',
-      { dataset: { subagentId: this.id || '', role: this.role, depth: String(ev.depth || 1) }, 'aria-label': `${ROLE_TITLE[this.role] || this.role} subagent` },
+      { dataset: { subagentId: item.id || '', role: this.role, depth: String(item.depth || 1) }, 'aria-label': `${ROLE_TITLE[this.role] || this.role} subagent` },
       h('header.sub-head', {}, h('span.sub-role', { text: ROLE_TITLE[this.role] || this.role }), h('span.chip', { text: 'subagent' }), this.meta, this.state),
       this.task,
       this.body,
     );
-    if (ev.task) this.start(ev);
   }
 
-  start(ev) {
-    this.meta.textContent = [ev.model, ev.max_steps ? `≤ ${ev.max_steps} steps` : ''].filter(Boolean).join(' · ');
-    if (ev.task) {
-      this.task.textContent = ev.task;
+  insert(node, before) {
+    if (before) before.before(node);
+    else this.body.append(node);
+  }
+
+  sync() {
+    const it = this.item;
+    this.meta.textContent = [it.model, it.max_steps ? `≤ ${it.max_steps} steps` : ''].filter(Boolean).join(' · ');
+    if (it.task) {
+      this.task.textContent = it.task;
       this.task.hidden = false;
     }
-  }
-
-  add(node) {
-    this.body.append(node);
-    this.text = null;
-    return node;
-  }
-
-  appendText(delta, step) {
-    if (!this.text || this.textStep !== step) {
-      const el = h('div.segment.sub-text');
-      this.body.append(el);
-      this.text = new MarkdownView(el);
-      this.textStep = step;
+    if (it.end && !this.ended) {
+      this.ended = true;
+      this.end(it.end);
     }
-    this.text.append(delta);
   }
 
   end(ev) {
-    if (this.ended) return;
-    this.ended = true;
     const state = ev.state || 'done';
     this.el.dataset.state = state;
     const parts = [state === 'done' ? 'done' : state === 'cancelled' ? 'stopped' : 'failed'];
@@ -235,7 +235,7 @@ export class SubagentView {
     if (ev.duration_ms !== undefined) parts.push(fmtDuration(ev.duration_ms));
     this.state.className = `sub-state ${state}`;
     this.state.replaceChildren(icon(state === 'done' ? 'check' : 'x'), h('span', { text: parts.join(' · ') }));
-    if (state !== 'done' && ev.error) this.add(h('p.sub-error', { text: ev.error }));
+    if (state !== 'done' && ev.error) this.body.append(h('p.sub-error', { text: ev.error }));
   }
 }
 

@@ -9,77 +9,63 @@
 // them above, keeping what the reader was looking at where it was.
 import { ApiError, api } from './api.js';
 import { PlanCard, SubagentView, ToolCard, errorCard, goneNotice, spawnNotice } from './cards.js';
+import { fold, latestTurnId, newChat } from './events.js';
 import { $, clear, fmtDuration, h, icon } from './html.js';
 import { MarkdownView, captureViews } from './markdown.js';
 
 const EVENT_TYPES = ['turn_start', 'text', 'plan', 'plan_update', 'tool_start', 'tool_output', 'tool_end', 'sandbox_spawn', 'sandbox_gone', 'error', 'subagent_start', 'subagent_end', 'turn_end'];
 const TURNS_PAGE = 30; // turns shown on opening a chat, and per "Show earlier messages"
-const FILE_TOOLS = /^(write_file|execute_command|execute_code|run_python|create_|edit_file|delete_file|upload)/;
+const TOOLS = { write_file: { changes_files: true }, execute_command: { changes_files: true }, execute_code: { changes_files: true } };
 
-class Turn {
-  constructor(id, view) {
-    this.id = id;
-    this.view = view;
-    this.state = 'running';
-    this.content = '';
-    this.cards = new Map(); // call_id → card; a subagent's: "<subagent_id>|<call_id>"
-    this.subagents = new Map(); // subagent_id → SubagentView
-    this.text = null; // the text segment being written
-    this.textStep = null;
-    this.error = null;
+// One turn's answer (the reducer's turn, events.js): the working dots until
+// something is shown, its items in order, and the foot (state, time, Trace).
+class TurnView {
+  constructor(turn, chat) {
+    this.turn = turn;
+    this.chat = chat;
     this.thinking = h('div.thinking', { 'aria-label': 'working' }, h('span'), h('span'), h('span'));
     this.body = h('div.turn-body', {}, this.thinking);
     this.foot = h('div.turn-foot');
-    this.el = h('article.turn', { dataset: { turnId: id || '' }, 'aria-busy': 'true' }, h('div.avatar', { 'aria-hidden': 'true' }, icon('tusko')), h('div.turn-main', {}, this.body, this.foot));
-    this.renderFoot();
+    this.el = h('article.turn', { dataset: { turnId: turn.id || '' }, 'aria-busy': 'true' }, h('div.avatar', { 'aria-hidden': 'true' }, icon('tusko')), h('div.turn-main', {}, this.body, this.foot));
+    this.footState = null;
   }
 
-  add(node) {
+  insert(node, before) {
     this.thinking.remove();
-    this.body.append(node);
-    this.text = null;
-    return node;
+    if (before) before.before(node);
+    else this.body.append(node);
   }
 
-  appendText(delta, step) {
-    if (!this.text || this.textStep !== step) {
-      this.thinking.remove();
-      const el = h('div.segment');
-      this.body.append(el);
-      this.text = new MarkdownView(el);
-      this.textStep = step;
+  sync() {
+    const t = this.turn;
+    if (t.state !== 'running') this.thinking.remove();
+    if (t.state !== 'running') {
+      this.el.removeAttribute('aria-busy');
+      this.el.dataset.state = t.state;
     }
-    this.text.append(delta);
-  }
-
-  end(ev) {
-    this.state = ev.state || 'done';
-    this.duration = ev.duration_ms;
-    this.thinking.remove();
-    this.el.removeAttribute('aria-busy');
-    this.el.dataset.state = this.state;
-    if (this.state === 'failed' && !this.errorShown) {
-      this.showError({ code: ev.error_code, message: ev.error || (this.error && this.error.message) });
-    }
-    for (const card of this.cards.values()) if (card.status.classList.contains('running')) card.end({ ok: false, result: this.state === 'cancelled' ? 'stopped' : 'not finished' });
-    for (const sub of this.subagents.values()) sub.end({ state: this.state === 'done' ? 'failed' : this.state });
-    this.renderFoot();
-  }
-
-  showError(ev) {
-    this.errorShown = true;
-    const retry = this.content ? () => this.view.retry(this.content) : null;
-    this.add(errorCard(ev, retry));
-  }
-
-  renderFoot() {
+    const foot = `${t.state}|${t.duration_ms}`;
+    if (foot === this.footState) return;
+    this.footState = foot;
     const parts = [];
-    if (this.state === 'running') parts.push(h('span.state', { text: 'working…' }));
-    else if (this.state === 'cancelled') parts.push(h('span.state.cancelled', { text: 'stopped' }));
-    else if (this.state === 'failed') parts.push(h('span.state.failed', { text: 'failed' }));
-    if (this.duration !== undefined && this.state !== 'running') parts.push(h('span.took', { text: fmtDuration(this.duration) }));
-    if (this.id) parts.push(h('button.link.trace-btn', { type: 'button', onclick: () => this.view.opts.onTrace(this.id) }, icon('trace'), 'Trace'));
+    if (t.state === 'running') parts.push(h('span.state', { text: 'working…' }));
+    else if (t.state === 'cancelled') parts.push(h('span.state.cancelled', { text: 'stopped' }));
+    else if (t.state === 'failed') parts.push(h('span.state.failed', { text: 'failed' }));
+    if (t.duration_ms !== undefined && t.state !== 'running') parts.push(h('span.took', { text: fmtDuration(t.duration_ms) }));
+    if (t.id) parts.push(h('button.link.trace-btn', { type: 'button', onclick: () => this.chat.opts.onTrace(t.id) }, icon('trace'), 'Trace'));
     this.foot.replaceChildren(...parts);
+  }
+}
+
+// A segment of text (a turn's or a subagent's), as Markdown.
+class TextView {
+  constructor(item, cls) {
+    this.item = item;
+    this.el = h(cls);
+    this.md = new MarkdownView(this.el);
+  }
+
+  sync() {
+    this.md.set(this.item.text);
   }
 }
 
@@ -93,8 +79,6 @@ export class ChatView {
     this.earlierBtn = h('button.btn.small.earlier-btn', { type: 'button', onclick: () => this.loadEarlier() }, icon('down', 'up'), h('span', { text: 'Show earlier messages' }));
     this.earlierNote = h('span.earlier-note.error', { role: 'alert' });
     this.earlierBar = h('div.earlier', { hidden: true }, this.earlierBtn, this.earlierNote);
-    this.sink = this.thread; // where new turns and notices go (a batch of history: its page)
-    this.paging = false; // applying a batch of earlier turns: no live side effects
     root.append(this.earlierBar, this.thread);
     root.parentElement.append(this.jump);
     this.stick = true;
@@ -111,10 +95,9 @@ export class ChatView {
     this.connection(true);
     this.es = null;
     this.sessionId = sessionId;
-    this.lastSeq = 0;
-    this.turns = new Map();
+    this.state = newChat({ tools: TOOLS }); // the conversation as data (events.js)
+    this.views = new WeakMap(); // an item of the state → what shows it
     this.active = null;
-    this.plan = null;
     this.pendingUser = null;
     if (this.earlierLoad) this.earlierLoad.abort();
     this.earlierLoad = null;
@@ -132,8 +115,14 @@ export class ChatView {
     this.thread.append(node);
   }
 
-  open(sessionId) {
+  // Opens a chat's stream. pending: the user's first message of a chat that
+  // was just created for it (addPending), kept on screen.
+  open(sessionId, { pending } = {}) {
     this.reset(sessionId);
+    if (pending) {
+      this.thread.append(pending.el);
+      this.pendingUser = pending;
+    }
     const es = new EventSource(`/api/sessions/${encodeURIComponent(sessionId)}/events?turns=${TURNS_PAGE}`);
     this.es = es;
     for (const t of EVENT_TYPES) es.addEventListener(t, (e) => this.onMessage(e));
@@ -167,23 +156,25 @@ export class ChatView {
   }
 
   onMessage(e) {
-    const seq = Number(e.lastEventId);
-    if (seq && seq <= this.lastSeq) return;
-    if (seq) this.lastSeq = seq;
     let data;
     try {
       data = JSON.parse(e.data);
     } catch {
       return;
     }
-    this.handle(e.type === 'message' ? data.type : e.type, data);
+    this.draw(fold(this.state, { id: e.lastEventId, type: e.type === 'message' ? data.type : e.type, data }), this.thread, true);
+  }
+
+  // The newest turn shown (the trace opens it when asked for none).
+  latestTurn() {
+    return latestTurnId(this.state);
   }
 
   // The replay's first frame (no id): are there turns before it, and where do
   // they end. Only a replay from scratch sends one; a resumed stream
   // (Last-Event-ID) does not, and one after events were seen is stale.
   onHistory(e) {
-    if (this.historyKnown || this.lastSeq) return;
+    if (this.historyKnown || this.state.lastSeq) return;
     let data;
     try {
       data = JSON.parse(e.data);
@@ -245,35 +236,25 @@ export class ChatView {
     }
   }
 
-  // Folds a batch of earlier events into page (turns of their own, none of
-  // the live side effects: no active turn, no pending message, no plan swap).
+  // Folds a batch of earlier events into page: a state of its own (a
+  // history: no active turn, no pending message, no file or memory refresh),
+  // drawn into page, whose turns then join the conversation's, before them.
   applyPage(page, frames) {
-    const live = { turns: this.turns, plan: this.plan };
-    this.turns = new Map();
-    this.plan = null;
-    this.sink = page;
-    this.paging = true;
-    let last = 0;
-    try {
-      for (const f of frames) {
-        const seq = Number(f.id);
-        if (!seq || seq <= last || seq >= this.before) continue;
-        last = seq;
-        let data;
-        try {
-          data = JSON.parse(f.data);
-        } catch {
-          continue;
-        }
-        this.handle(f.event === 'message' ? data.type : f.event, data);
+    const st = newChat({ tools: TOOLS, history: true });
+    for (const f of frames) {
+      const seq = Number(f.id);
+      if (!seq || seq <= st.lastSeq || seq >= this.before) continue;
+      let data;
+      try {
+        data = JSON.parse(f.data);
+      } catch {
+        continue;
       }
-    } finally {
-      // the map stays in the order of the conversation (the trace's latest turn is its last)
-      this.turns = new Map([...this.turns, ...live.turns]);
-      this.plan = live.plan;
-      this.sink = this.thread;
-      this.paging = false;
+      this.draw(fold(st, { id: seq, type: f.event === 'message' ? data.type : f.event, data }), page, false);
     }
+    // the map stays in the order of the conversation (the trace's latest turn is its last)
+    this.state.turns = new Map([...st.turns, ...this.state.turns]);
+    this.state.items = [...st.items, ...this.state.items];
   }
 
   // Puts a rendered page above the conversation without moving what is on
@@ -291,178 +272,91 @@ export class ChatView {
     if (live) live.textContent = this.before === null ? 'Earlier messages shown: this is the start of the chat.' : 'Earlier messages shown.';
   }
 
-  turnFor(id) {
-    if (!id) return this.paging ? null : this.active;
-    let t = this.turns.get(id);
-    if (!t) {
-      t = new Turn(id, this);
-      this.turns.set(id, t);
-      this.sink.append(t.el);
-    }
-    return t;
-  }
-
-  // Applies one event (exported for the tests of the rendering, too).
-  handle(type, ev) {
-    if (type === 'turn_start') return this.onTurnStart(ev);
-    if (!ev.turn_id && (type === 'sandbox_spawn' || type === 'sandbox_gone')) {
-      // outside any turn (an upload started the sandbox): a notice in the chat
-      this.sink.append(h('div.session-notice', {}, type === 'sandbox_spawn' ? spawnNotice(ev) : goneNotice(ev)));
-      return;
-    }
-    const t = this.turnFor(ev.turn_id);
-    if (!t) return;
-    // a subagent's events go into its view, nested in the card of the call
-    // that started it (parent_call_id)
-    if (ev.subagent_id) return this.nested(t, type, ev);
-    switch (type) {
-      case 'text':
-        t.appendText(ev.delta || '', ev.step);
-        break;
-      case 'plan':
-        this.plan = new PlanCard();
-        this.plan.update(ev);
-        t.add(this.plan.el);
-        break;
-      case 'plan_update':
-        if (!this.plan) {
-          this.plan = new PlanCard();
-          t.add(this.plan.el);
-        }
-        this.plan.update(ev);
-        break;
-      case 'tool_start': {
-        const card = new ToolCard(ev);
-        if (ev.agent) card.el.dataset.agent = ev.agent;
-        t.cards.set(ev.call_id, card);
-        // the plan card stands for plan_task; its tool card shows only on failure
-        if (ev.name !== 'plan_task') t.add(card.el);
-        break;
-      }
-      case 'tool_output': {
-        const card = t.cards.get(ev.call_id);
-        if (card) card.out(ev);
-        break;
-      }
-      case 'tool_end': {
-        const card = t.cards.get(ev.call_id);
-        if (card) card.end(ev);
-        if (card && ev.ok === false && !card.el.isConnected) t.add(card.el);
-        if (ev.ok !== false && FILE_TOOLS.test(ev.name || '') && !this.paging) this.opts.onFilesChanged();
-        break;
-      }
-      case 'sandbox_spawn': {
-        // shown above the tool call that needed the sandbox: that is what it waited for
-        const card = ev.call_id && t.cards.get(ev.call_id);
-        if (card && card.el.isConnected) card.el.before(spawnNotice(ev));
-        else t.add(spawnNotice(ev));
-        break;
-      }
-      case 'sandbox_gone':
-        t.add(goneNotice(ev));
-        break;
-      case 'error': {
-        if (ev.code !== 'SANDBOX_QUOTA') {
-          t.error = ev; // shown with the turn's end (with a retry)
+  // Draws what the reducer says changed (events.js) into sink (the thread,
+  // or a page of earlier turns); live: the events are the chat's own, not a
+  // page of history.
+  draw(changes, sink, live) {
+    for (const c of changes) {
+      switch (c.op) {
+        case 'add':
+          this.place(c, sink);
+          break;
+        case 'update': {
+          const v = this.views.get(c.item);
+          if (v && v.sync) v.sync();
           break;
         }
-        // a quota refusal: on the tool call it refused, else on its own
-        const card = ev.call_id && t.cards.get(ev.call_id);
-        if (card) card.quota = ev;
-        else t.add(errorCard(ev, null));
-        break;
-      }
-      case 'turn_end':
-        t.end(ev);
-        if (this.paging) break;
-        if (this.active === t) {
-          // screen readers hear that the answer is complete, not every word of it
-          const said = { done: 'Tusko answered.', cancelled: 'The answer was stopped.', failed: `The answer failed: ${ev.error || ''}` }[t.state] || '';
-          const live = $('#announcer');
-          if (live) live.textContent = said;
-          this.setActive(null);
+        case 'start':
+          this.userMessage(c.turn, live);
+          break;
+        case 'active':
+          this.setActive(c.turn);
+          break;
+        case 'files':
+          this.opts.onFilesChanged();
+          break;
+        case 'end': {
+          if (c.wasActive) {
+            // screen readers hear that the answer is complete, not every word of it
+            const said = { done: 'Tusko answered.', cancelled: 'The answer was stopped.', failed: `The answer failed: ${c.ev.error || ''}` }[c.turn.state] || '';
+            const announcer = $('#announcer');
+            if (announcer) announcer.textContent = said;
+          }
+          this.opts.onFilesChanged();
+          this.opts.onTitle();
+          if (this.opts.onTurnEnd) this.opts.onTurnEnd();
+          break;
         }
-        this.opts.onFilesChanged();
-        this.opts.onTitle();
-        if (this.opts.onTurnEnd) this.opts.onTurnEnd();
-        break;
-      default:
-        break;
-    }
-  }
-
-  // The events of a subagent (tagged subagent_id, parent_call_id, depth).
-  nested(t, type, ev) {
-    const key = (sid, callId) => `${sid}|${callId}`;
-    let view = t.subagents.get(ev.subagent_id);
-    if (!view) {
-      view = new SubagentView(ev);
-      t.subagents.set(ev.subagent_id, view);
-      const parent = t.cards.get(ev.parent_subagent_id ? key(ev.parent_subagent_id, ev.parent_call_id) : ev.parent_call_id);
-      if (parent) parent.addSubagent(view);
-      else t.add(view.el);
-    }
-    const card = ev.call_id ? t.cards.get(key(ev.subagent_id, ev.call_id)) : null;
-    switch (type) {
-      case 'subagent_start':
-        view.start(ev);
-        break;
-      case 'text':
-        view.appendText(ev.delta || '', ev.step);
-        break;
-      case 'tool_start': {
-        const c = new ToolCard(ev);
-        c.el.dataset.agent = ev.agent || '';
-        t.cards.set(key(ev.subagent_id, ev.call_id), c);
-        view.add(c.el);
-        break;
+        default:
+          break;
       }
-      case 'tool_output':
-        if (card) card.out(ev);
-        break;
-      case 'tool_end':
-        if (card) card.end(ev);
-        if (ev.ok !== false && FILE_TOOLS.test(ev.name || '') && !this.paging) this.opts.onFilesChanged();
-        break;
-      case 'sandbox_spawn':
-        if (card) card.el.before(spawnNotice(ev));
-        else view.add(spawnNotice(ev));
-        break;
-      case 'sandbox_gone':
-        view.add(goneNotice(ev));
-        break;
-      case 'error':
-        if (ev.code === 'SANDBOX_QUOTA' && card) card.quota = ev;
-        else view.add(errorCard(ev, null));
-        break;
-      case 'subagent_end':
-        view.end(ev);
-        break;
-      default:
-        break;
     }
   }
 
-  onTurnStart(ev) {
-    let userEl = null;
-    if (!this.paging && this.pendingUser && !this.pendingUser.turnId && this.pendingUser.content === ev.content) {
-      userEl = this.pendingUser.el;
-      this.pendingUser.turnId = ev.turn_id;
-      userEl.classList.remove('pending');
+  // A new item: its view, placed in its container's.
+  place({ into, item, before }, sink) {
+    const v = this.view(item, into);
+    this.views.set(item, v);
+    if (into.kind === 'chat') sink.append(v.el);
+    else if (into.kind === 'tool') this.views.get(into).addSubagent(v);
+    else this.views.get(into).insert(v.el, before ? this.views.get(before).el : null);
+    if (v.sync) v.sync();
+  }
+
+  view(item, into) {
+    switch (item.kind) {
+      case 'turn':
+        return new TurnView(item, this);
+      case 'text':
+        return new TextView(item, into.kind === 'subagent' ? 'div.segment.sub-text' : 'div.segment');
+      case 'plan':
+        return new PlanCard(item);
+      case 'tool':
+        return new ToolCard(item);
+      case 'subagent':
+        return new SubagentView(item);
+      case 'error':
+        return { el: errorCard(item.ev, item.retry ? () => this.retry(item.retry) : null) };
+      default: {
+        const el = item.kind === 'spawn' ? spawnNotice(item.ev) : goneNotice(item.ev);
+        // outside any turn (an upload started the sandbox): a notice in the chat
+        return { el: into.kind === 'chat' ? h('div.session-notice', {}, el) : el };
+      }
     }
-    const existing = this.turns.get(ev.turn_id);
-    if (existing && existing.userEl) return;
-    if (!userEl) {
-      userEl = userBubble(ev.content || '');
-      if (existing) existing.el.before(userEl);
-      else this.sink.append(userEl);
+  }
+
+  // The user's message above its answer: the one shown while it was sent
+  // (addPending), else its text from turn_start.
+  userMessage(turn, live) {
+    const p = this.pendingUser;
+    let el = null;
+    if (live && p && !p.turnId && p.content === turn.content) {
+      el = p.el;
+      p.turnId = turn.id;
+      el.classList.remove('pending');
+      this.pendingUser = null;
     }
-    const t = existing || this.turnFor(ev.turn_id);
-    t.userEl = userEl;
-    t.content = ev.content || '';
-    if (this.paging) return;
-    if (t.state === 'running') this.setActive(t);
-    if (this.pendingUser && this.pendingUser.turnId === ev.turn_id) this.pendingUser = null;
+    this.views.get(turn).el.before(el || userBubble(turn.content));
   }
 
   // The user's message, shown at once while the POST is on its way.

@@ -195,9 +195,7 @@ async function send(text, model) {
     sidebar.upsert(s);
     sidebar.select(s.id);
     files.setSession(s.id);
-    chat.open(s.id);
-    chat.thread.append(pending.el);
-    chat.pendingUser = pending;
+    chat.open(s.id, { pending });
   }
   composer.setBusy(true);
   try {
@@ -320,7 +318,7 @@ function init() {
   });
   $('#signin-form').addEventListener('submit', signIn);
   files = new FilesView();
-  trace = new TraceView({ latestTurn: () => [...chat.turns.keys()].pop() });
+  trace = new TraceView({ latestTurn: () => chat.latestTurn() });
   panel = new Panel($('#panel'));
   panel.addTab('files', 'Files', files);
   panel.addTab('trace', 'Trace', trace);
