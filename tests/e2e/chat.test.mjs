@@ -464,18 +464,44 @@ describe('sidebar', () => {
     const alpha = page.locator('#chats li', { hasText: 'Alpha topic' });
     await alpha.hover();
     await alpha.locator('button[title="Delete"]').click();
-    await page.locator('#confirm-delete[open]').waitFor();
-    await page.locator('#confirm-delete button[value="cancel"]').click();
+    const dialog = page.getByRole('dialog', { name: 'Delete this chat?' });
+    await dialog.waitFor();
+    assert.match(await dialog.innerText(), /^“Alpha topic #scenario:ui-hello” and its messages will be deleted\. Files you downloaded are kept\.$/m);
+    // a modal: the focus is on Cancel, Escape cancels
+    assert.equal(await page.evaluate(() => document.activeElement.textContent), 'Cancel');
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'hidden' });
     assert.equal(await items.count(), 2);
     await alpha.hover();
     await alpha.locator('button[title="Delete"]').click();
-    await page.locator('#confirm-delete button[value="delete"]').click();
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'hidden' });
+    assert.equal(await items.count(), 2);
+    await alpha.hover();
+    await alpha.locator('button[title="Delete"]').click();
+    await dialog.getByRole('button', { name: 'Delete' }).click();
     await page.locator('#chats li', { hasText: 'Alpha topic' }).waitFor({ state: 'detached' });
     assert.equal(await items.count(), 1);
     await page.locator('.welcome').waitFor(); // the open chat was the deleted one
     // and the server agrees
     const list = await page.evaluate(() => fetch('/api/sessions').then((r) => r.json()));
     assert.deepEqual(list.sessions.map((s) => s.title), ['Budget review']);
+    clean(problems);
+    await context.close();
+  });
+
+  test('a link to a chat that is not there (or not yours): a toast says so, and a new chat is ready', async () => {
+    const { context, page, problems } = await newPage(browser);
+    await signIn(page, stack.base, 'bob@example.com');
+    await page.goto(`${stack.base}/c/0190a1b2-0000-7000-8000-000000000000`);
+    const toast = page.locator('#toast');
+    await toast.waitFor();
+    assert.equal(await toast.innerText(), 'That chat does not exist (or is not yours).');
+    assert.equal(await toast.getAttribute('role'), 'alert');
+    await page.locator('.welcome').waitFor();
+    assert.equal(new URL(page.url()).pathname, '/');
+    // it goes by itself
+    await toast.waitFor({ state: 'hidden', timeout: 8000 });
     clean(problems);
     await context.close();
   });

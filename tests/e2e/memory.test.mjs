@@ -120,7 +120,7 @@ describe('the Memory tab', () => {
     // delete: cancel keeps it, confirm removes it
     const csv = pane().locator('.docs li.doc').filter({ hasText: 'counts' });
     await csv.locator('.icon-btn').click();
-    const dialog = page.locator('#confirm-memory');
+    const dialog = page.getByRole('dialog', { name: 'Delete this document?' });
     await dialog.waitFor();
     assert.match(await dialog.locator('.what').innerText(), /chunks will be deleted/);
     await dialog.getByRole('button', { name: 'Cancel' }).click();
@@ -146,7 +146,7 @@ describe('the Memory tab', () => {
     await page.waitForFunction(() => document.querySelectorAll('#pane-memory .memories li.memory').length === 2);
     // delete the report note (confirmed)
     await mems.filter({ hasText: 'quarterly report' }).locator('.icon-btn').click();
-    await page.locator('#confirm-memory').getByRole('button', { name: 'Delete' }).click();
+    await page.getByRole('dialog', { name: 'Delete this memory?' }).getByRole('button', { name: 'Delete' }).click();
     await page.waitForFunction(() => document.querySelectorAll('#pane-memory .memories li.memory').length === 1);
 
     // facts: one entity, its lives_in timeline: three bars, the last one open
@@ -170,7 +170,7 @@ describe('the Memory tab', () => {
     await ada.waitFor();
     // delete Rome: Berlin is true again (the timeline reopens it)
     await ada.locator('li.fact', { hasText: 'Rome' }).locator('.icon-btn').click();
-    await page.locator('#confirm-memory').getByRole('button', { name: 'Delete' }).click();
+    await page.getByRole('dialog', { name: 'Delete this fact?' }).getByRole('button', { name: 'Delete' }).click();
     await page.waitForFunction(() => document.querySelectorAll('#pane-memory section.entity .tl-bar').length === 2);
     assert.equal(await pane().locator('section.entity .tl-bar.open .tl-label').innerText(), 'Berlin');
   });
