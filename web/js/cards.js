@@ -2,20 +2,8 @@
 // subagents nested in their delegate_subagent card, the sandbox spawn notice,
 // errors. Each view draws an item of the chat's state (events.js): sync()
 // shows what the item holds now.
-import { renderPreview } from './files.js';
 import { fmtBytes, fmtDuration, h, icon } from './html.js';
-
-const LANES = { fast: 'fast', sandbox: 'sandbox', browser: 'browser' };
-
-export function laneBadge(lane) {
-  const l = LANES[lane] || 'fast';
-  const title = {
-    fast: 'fast lane: ran in the chat server, no container',
-    sandbox: "sandbox lane: ran in this chat's isolated sandbox",
-    browser: 'browser lane: ran in an isolated browser session',
-  }[l];
-  return h(`span.lane.lane-${l}`, { title, text: l });
-}
+import { laneBadge, renderPreview } from './ui.js';
 
 // ---------- plan ----------
 

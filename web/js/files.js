@@ -4,9 +4,7 @@
 // server keeps a copy, then the browser saves it).
 import { api, ApiError } from './api.js';
 import { clear, fmtBytes, h, icon } from './html.js';
-import { highlightCode, languageOf } from './highlight.js';
-
-const CSV_MAX_ROWS = 500;
+import { renderPreview } from './ui.js';
 
 export class FilesView {
   constructor() {
@@ -146,67 +144,4 @@ export class FilesView {
 function isDir(node) {
   if (node.entry) return /^dir/.test(node.entry.type || '') ? 1 : 0;
   return node.children.size ? 1 : 0;
-}
-
-export function renderPreview(p, name) {
-  const out = [];
-  if (p.kind === 'image' && p.base64) {
-    out.push(h('img.preview-image', { src: `data:${p.mime || 'image/png'};base64,${p.base64}`, alt: name }));
-  } else if (p.kind === 'text' && typeof p.text === 'string') {
-    if (/\.csv$/i.test(name) || p.mime === 'text/csv') out.push(csvTable(p.text));
-    else {
-      const code = h('code', { text: p.text });
-      highlightCode(code, languageOf(name));
-      out.push(h('pre.preview-text', {}, code));
-    }
-  } else {
-    out.push(h('p.muted', { text: `No preview for this kind of file (${p.mime || 'binary'}). Download it to open it.` }));
-  }
-  if (p.truncated) out.push(h('p.muted', { text: 'Only the start of the file is shown.' }));
-  return out;
-}
-
-// RFC 4180 CSV (quotes, doubled quotes, newlines inside quotes) as a table.
-export function parseCsv(text, maxRows = CSV_MAX_ROWS) {
-  const rows = [];
-  let row = [];
-  let field = '';
-  let q = false;
-  for (let i = 0; i < text.length && rows.length < maxRows; i++) {
-    const c = text[i];
-    if (q) {
-      if (c === '"' && text[i + 1] === '"') {
-        field += '"';
-        i++;
-      } else if (c === '"') q = false;
-      else field += c;
-    } else if (c === '"' && field === '') q = true;
-    else if (c === ',') {
-      row.push(field);
-      field = '';
-    } else if (c === '\n' || c === '\r') {
-      if (c === '\r' && text[i + 1] === '\n') i++;
-      row.push(field);
-      rows.push(row);
-      row = [];
-      field = '';
-    } else field += c;
-  }
-  if ((field !== '' || row.length) && rows.length < maxRows) {
-    row.push(field);
-    rows.push(row);
-  }
-  return rows;
-}
-
-function csvTable(text) {
-  const rows = parseCsv(text);
-  if (!rows.length) return h('p.muted', { text: 'The file is empty.' });
-  const [head, ...rest] = rows;
-  return h(
-    'div.table-wrap',
-    {},
-    h('table.csv', {}, h('thead', {}, h('tr', {}, head.map((c) => h('th', { text: c })))), h('tbody', {}, rest.map((r) => h('tr', {}, r.map((c) => h('td', { text: c })))))),
-    rows.length >= CSV_MAX_ROWS ? h('p.muted', { text: `The first ${CSV_MAX_ROWS} rows.` }) : null,
-  );
 }

@@ -9,11 +9,12 @@ import { ChatView } from './chat.js';
 import { Composer } from './composer.js';
 import { FilesView } from './files.js';
 import { $, h, icon } from './html.js';
-import { MemoryView, confirmDialog } from './memory.js';
+import { MemoryView } from './memory.js';
 import { Panel } from './panel.js';
-import { Sidebar, alertError } from './sidebar.js';
+import { Sidebar } from './sidebar.js';
 import { initTheme } from './theme.js';
 import { TraceView } from './trace.js';
+import { toast } from './ui.js';
 
 const state = { me: null, models: [], session: null, config: null };
 let chat, composer, sidebar, panel, files, trace, memory;
@@ -90,7 +91,7 @@ async function start() {
   document.body.dataset.view = 'app';
   $('#me').textContent = me.email || 'API token';
   executionBanner(me.execution);
-  const [models] = await Promise.all([api('/api/models').catch(() => ({ models: [] })), sidebar.load().catch(alertError)]);
+  const [models] = await Promise.all([api('/api/models').catch(() => ({ models: [] })), sidebar.load().catch(toast)]);
   state.models = models.models || [];
   composer.setModels(state.models, me.default_model || models.default);
   route();
@@ -160,10 +161,10 @@ async function openSession(id, push = true) {
     s = await api(`/api/sessions/${id}`);
   } catch (e) {
     if (e.status === 404) {
-      alertError(new Error('That chat does not exist (or is not yours).'));
+      toast('That chat does not exist (or is not yours).');
       return newChat();
     }
-    return alertError(e);
+    return toast(e);
   }
   state.session = s;
   if (push) history.pushState(null, '', `/c/${id}`);
@@ -211,7 +212,7 @@ async function stop() {
   try {
     await api(`/api/sessions/${state.session.id}/cancel`, { method: 'POST' });
   } catch (e) {
-    alertError(e);
+    toast(e);
   }
 }
 
@@ -220,7 +221,7 @@ async function changeModel(id) {
   try {
     state.session = await api(`/api/sessions/${state.session.id}`, { method: 'PATCH', json: { model: id } });
   } catch (e) {
-    alertError(e);
+    toast(e);
   }
 }
 
@@ -228,7 +229,7 @@ async function changeModel(id) {
 
 async function upload(fileList) {
   if (!state.session) {
-    alertError(new Error('Send a first message, then drop files into the chat: they go to its /workspace.'));
+    toast('Send a first message, then drop files into the chat: they go to its /workspace.');
     return;
   }
   const sid = state.session.id;
@@ -322,7 +323,7 @@ function init() {
   panel = new Panel($('#panel'));
   panel.addTab('files', 'Files', files);
   panel.addTab('trace', 'Trace', trace);
-  memory = new MemoryView({ confirm: confirmDialog });
+  memory = new MemoryView();
   panel.addTab('memory', 'Memory', memory);
   let titleTimer = null;
   chat = new ChatView($('#messages'), {

@@ -4,7 +4,8 @@
 // entity, delete), each entity's facts drawn as a timeline of when each was
 // true (valid_from → valid_to; an open one runs to today).
 import { api } from './api.js';
-import { $, fmtBytes, h, icon } from './html.js';
+import { fmtBytes, h, icon } from './html.js';
+import { confirmDialog } from './ui.js';
 
 const ACCEPT = '.txt,.md,.markdown,.html,.htm,.csv,.json,.pdf,.docx,text/plain,text/markdown,text/html,text/csv,application/json,application/pdf,application/vnd.openxmlformats-officedocument.wordprocessingml.document';
 const SECTIONS = [
@@ -36,8 +37,7 @@ function instant(s) {
 }
 
 export class MemoryView {
-  constructor({ confirm }) {
-    this.confirm = confirm; // (title, text) → Promise<boolean>
+  constructor() {
     this.section = 'documents';
     this.loaded = {};
     this.switch = h('div.mem-switch', { role: 'group', 'aria-label': 'What to show' });
@@ -95,7 +95,7 @@ export class MemoryView {
   }
 
   async confirmDelete(title, text, path, after) {
-    if (!(await this.confirm(title, text))) return;
+    if (!(await confirmDialog({ title, text }))) return;
     try {
       await api(path, { method: 'DELETE' });
       await after();
@@ -307,18 +307,3 @@ export class MemoryView {
     return h('section.entity', { dataset: { entity: name } }, h('h3', { text: name }), h('div.timeline', { role: 'img', 'aria-label': `Timeline of what was true about ${name}` }, rows, axis), h('ul.facts', {}, items));
   }
 }
-
-// A confirmation with the page's <dialog id="confirm-memory">: resolves true
-// when the user chose Delete.
-export function confirmDialog(title, text) {
-  const d = $('#confirm-memory');
-  $('h2', d).textContent = title;
-  $('.what', d).textContent = text;
-  d.returnValue = '';
-  return new Promise((resolve) => {
-    d.onclose = () => resolve(d.returnValue === 'delete');
-    d.showModal();
-    $('button[value="cancel"]', d).focus();
-  });
-}
-

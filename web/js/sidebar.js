@@ -4,6 +4,7 @@
 // (GET /api/sessions?q=) so older chats are found too.
 import { api } from './api.js';
 import { $, h, icon } from './html.js';
+import { confirmDialog, toast } from './ui.js';
 
 export class Sidebar {
   constructor(root, { onOpen, onNew, onDeleted }) {
@@ -25,7 +26,6 @@ export class Sidebar {
       }
     });
     $('#new-chat', root).addEventListener('click', () => this.onNew());
-    this.dialog = $('#confirm-delete');
   }
 
   async load() {
@@ -47,7 +47,7 @@ export class Sidebar {
         this.found = { q: q.toLowerCase(), sessions: r.sessions || [] };
         this.render();
       } catch (e) {
-        alertError(e);
+        toast(e);
       }
     }, 200);
   }
@@ -109,7 +109,7 @@ export class Sidebar {
           const r = await api(`/api/sessions/${s.id}`, { method: 'PATCH', json: { title } });
           this.upsert(r);
         } catch (e) {
-          alertError(e);
+          toast(e);
           this.render();
         }
       } else this.render();
@@ -124,33 +124,16 @@ export class Sidebar {
     input.select();
   }
 
-  confirmDelete(s) {
-    const d = this.dialog;
-    $('.what', d).textContent = `“${s.title}” and its messages will be deleted. Files you downloaded are kept.`;
-    d.returnValue = '';
-    d.onclose = async () => {
-      if (d.returnValue !== 'delete') return;
-      try {
-        await api(`/api/sessions/${s.id}`, { method: 'DELETE' });
-        this.sessions = this.sessions.filter((x) => x.id !== s.id);
-        if (this.found) this.found.sessions = this.found.sessions.filter((x) => x.id !== s.id);
-        this.render();
-        this.onDeleted(s.id);
-      } catch (e) {
-        alertError(e);
-      }
-    };
-    d.showModal();
-    $('button[value="cancel"]', d).focus();
+  async confirmDelete(s) {
+    if (!(await confirmDialog({ title: 'Delete this chat?', text: `“${s.title}” and its messages will be deleted. Files you downloaded are kept.` }))) return;
+    try {
+      await api(`/api/sessions/${s.id}`, { method: 'DELETE' });
+      this.sessions = this.sessions.filter((x) => x.id !== s.id);
+      if (this.found) this.found.sessions = this.found.sessions.filter((x) => x.id !== s.id);
+      this.render();
+      this.onDeleted(s.id);
+    } catch (e) {
+      toast(e);
+    }
   }
 }
-
-function alertError(e) {
-  const t = $('#toast');
-  t.textContent = e.message;
-  t.hidden = false;
-  clearTimeout(t._timer);
-  t._timer = setTimeout(() => (t.hidden = true), 5000);
-}
-
-export { alertError };

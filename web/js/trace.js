@@ -6,7 +6,7 @@
 // quota, credentials and idle_ttl say why and how a container started.
 import { api } from './api.js';
 import { clear, fmtDuration, h } from './html.js';
-import { laneBadge } from './cards.js';
+import { laneBadge } from './ui.js';
 
 const SPAWN_KEYS = ['tier', 'trigger', 'call', 'pool', 'quota', 'credentials', 'idle_ttl'];
 
