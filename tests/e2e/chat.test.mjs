@@ -559,6 +559,52 @@ describe('sidebar', () => {
   });
 });
 
+describe('links and the back button', () => {
+  test('back and forward move between chats and the new-chat screen; a link opens its chat', async () => {
+    stack.addUser('nav@example.com');
+    const { context, page, problems } = await newPage(browser);
+    await signIn(page, stack.base, 'nav@example.com');
+    const shows = async (path, { user, title }) => {
+      await page.waitForURL((u) => u.pathname === path);
+      if (user) await page.locator('.thread .msg.user', { hasText: user }).waitFor();
+      else await page.locator('.welcome').waitFor();
+      assert.equal(await page.title(), title);
+      assert.equal(await page.locator('#chats li.current').count(), user ? 1 : 0);
+      if (user) assert.equal(await page.locator('#chats li.current').innerText(), user);
+    };
+    await send(page, 'Alpha nav #scenario:ui-hello');
+    await lastTurnDone(page);
+    const a = new URL(page.url()).pathname;
+    assert.match(a, /^\/c\/[0-9a-f-]{36}$/);
+    await page.locator('#new-chat').click();
+    await shows('/', { title: 'Tusko' });
+    await send(page, 'Beta nav #scenario:ui-hello');
+    await lastTurnDone(page);
+    const b = new URL(page.url()).pathname;
+    await page.goBack();
+    await shows('/', { title: 'Tusko' });
+    await page.goBack();
+    await shows(a, { user: 'Alpha nav #scenario:ui-hello', title: 'Alpha nav #scenario:ui-hello · Tusko' });
+    await page.locator('.segment', { hasText: 'How can I help?' }).waitFor();
+    await page.goForward();
+    await shows('/', { title: 'Tusko' });
+    await page.goForward();
+    await shows(b, { user: 'Beta nav #scenario:ui-hello', title: 'Beta nav #scenario:ui-hello · Tusko' });
+    // a chat opened from the sidebar is a step back too
+    await page.locator('#chats a', { hasText: 'Alpha nav' }).click();
+    await shows(a, { user: 'Alpha nav #scenario:ui-hello', title: 'Alpha nav #scenario:ui-hello · Tusko' });
+    await page.goBack();
+    await shows(b, { user: 'Beta nav #scenario:ui-hello', title: 'Beta nav #scenario:ui-hello · Tusko' });
+    // a link in a new tab opens the chat it names
+    const other = await context.newPage();
+    await other.goto(stack.base + a);
+    await other.locator('.thread .msg.user', { hasText: 'Alpha nav' }).waitFor();
+    assert.equal(await other.locator('#chats li.current').innerText(), 'Alpha nav #scenario:ui-hello');
+    clean(problems);
+    await context.close();
+  });
+});
+
 describe('a long chat', () => {
   const N = 65; // three pages of 30: 36–65 on opening, then 6–65, then all
   let sid;
