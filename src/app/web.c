@@ -150,9 +150,13 @@ static void h_asset(tk_req *r, void *ud)
     serve(r, rest[0] == '/' ? rest + 1 : rest);
 }
 
+/* The web UI's pages (the paths of web/js/main.js's VIEWS) all serve
+ * index.html, whose router shows the view; a new view adds its path here. */
 const tk_route app_web_routes[] = {
     {"GET", "/", h_index, NULL, TK_ROUTE_PUBLIC},
     {"GET", "/c/{id}", h_index, NULL, TK_ROUTE_PUBLIC},
+    {"GET", "/memory", h_index, NULL, TK_ROUTE_PUBLIC},
+    {"GET", "/settings", h_index, NULL, TK_ROUTE_PUBLIC},
     {"GET", "/assets/*", h_asset, NULL, TK_ROUTE_PUBLIC},
 };
 const size_t app_web_nroutes = TK_ARRAY_LEN(app_web_routes);

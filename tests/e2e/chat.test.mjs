@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import { api, runProgram, sse, stopAll } from '../lib/harness.mjs';
-import { lastTurnDone, launchBrowser, newPage, screenshot, send, signIn, startStack } from './lib.mjs';
+import { dropFiles, lastTurnDone, launchBrowser, newPage, screenshot, send, signIn, startStack } from './lib.mjs';
 
 const WORDS = Array.from({ length: 24 }, (_, i) => `word${i + 1}`);
 const scenarios = {
@@ -151,7 +151,12 @@ describe('serving', () => {
     const again = await fetch(stack.base + '/assets/js/main.js', { headers: { 'if-none-match': etag } });
     assert.equal(again.status, 304);
     assert.equal((await fetch(stack.base + '/assets/css/app.css')).headers.get('content-type'), 'text/css; charset=utf-8');
-    assert.equal((await fetch(stack.base + '/c/0190a1b2-0000-7000-8000-000000000000')).status, 200);
+    for (const p of ['/c/0190a1b2-0000-7000-8000-000000000000', '/memory', '/settings']) {
+      const page = await fetch(stack.base + p);
+      assert.equal(page.status, 200, p);
+      assert.match(page.headers.get('content-security-policy'), /require-trusted-types-for 'script'/, p);
+    }
+    assert.equal((await fetch(stack.base + '/nope')).status, 404);
     for (const p of ['/assets/../sql/0001_users.sql', '/assets/%2e%2e/x', '/assets/js//main.js', '/assets/', '/assets/nope.js', '/assets/js%2fmain.js'])
       assert.equal((await fetch(stack.base + p)).status, 404, p);
   });
@@ -600,6 +605,114 @@ describe('links and the back button', () => {
     await other.goto(stack.base + a);
     await other.locator('.thread .msg.user', { hasText: 'Alpha nav' }).waitFor();
     assert.equal(await other.locator('#chats li.current').innerText(), 'Alpha nav #scenario:ui-hello');
+    clean(problems);
+    await context.close();
+  });
+});
+
+describe('the memory and settings pages', () => {
+  test('the sidebar links open them; back and forward go through them and the chat', async () => {
+    stack.addUser('views@example.com');
+    const { context, page, problems } = await newPage(browser);
+    await signIn(page, stack.base, 'views@example.com');
+    await send(page, 'Before the pages #scenario:ui-hello');
+    await lastTurnDone(page);
+    const chatPath = new URL(page.url()).pathname;
+    const link = (name) => page.locator('#side-nav a', { hasText: name });
+    const current = () => page.locator('#side-nav a[aria-current="page"]').allInnerTexts();
+    // memory, by keyboard
+    await link('Memory').focus();
+    await page.keyboard.press('Enter');
+    await page.waitForURL((u) => u.pathname === '/memory');
+    const memory = page.locator('#view-memory');
+    await memory.locator('.docs .none', { hasText: 'No documents yet' }).waitFor();
+    assert.equal(await page.title(), 'Memory · Tusko');
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'memory-title');
+    assert.deepEqual(await current(), ['Memory']);
+    assert.equal(await page.locator('#view-chat').isVisible(), false);
+    assert.equal(await page.locator('#panel-toggle').isVisible(), false, "the chat's panel goes with the chat");
+    assert.equal(await page.locator('#chats li.current').count(), 0);
+    await memory.locator('button.seg[data-section="memories"]').click();
+    await memory.locator('.memories .none', { hasText: 'No memories yet' }).waitFor();
+    // a file dropped here is not uploaded anywhere
+    await dropFiles(page, '#main', [{ name: 'stray.txt', text: 'x', type: 'text/plain' }]);
+    assert.equal(await page.locator('.upload-chip').count(), 0);
+    assert.equal(new URL(page.url()).pathname, '/memory');
+    // settings
+    await link('Settings').click();
+    await page.waitForURL((u) => u.pathname === '/settings');
+    const settings = page.locator('#view-settings');
+    await settings.getByRole('heading', { name: 'Settings' }).waitFor();
+    assert.equal(await page.title(), 'Settings · Tusko');
+    assert.deepEqual(await current(), ['Settings']);
+    const dd = (term) => settings.locator(`dt:text-is("${term}") + dd`).innerText();
+    assert.equal(await dd('Email'), 'views@example.com');
+    assert.match(await dd('Code execution'), /^off: .*missing: OPENSANDBOX_URL, OPENSANDBOX_API_KEY/);
+    assert.deepEqual(await settings.locator('.settings-models li').allInnerTexts(), ['openai:gpt-4o-mini (default)', 'anthropic:claude-sonnet-4']);
+    // the theme: set here, the sidebar's choice and the page follow
+    await settings.getByLabel('Theme').selectOption('dark');
+    assert.equal(await page.locator('#theme').inputValue(), 'dark');
+    assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), 'dark');
+    await screenshot(page, 'settings-desktop-dark');
+    await page.locator('#theme').selectOption('light');
+    assert.equal(await settings.getByLabel('Theme').inputValue(), 'light');
+    // back: memory, then the chat as it was; forward again
+    await page.goBack();
+    await page.waitForURL((u) => u.pathname === '/memory');
+    await memory.locator('.mem-switch').waitFor();
+    await page.goBack();
+    await page.waitForURL((u) => u.pathname === chatPath);
+    await page.locator('.thread .msg.user', { hasText: 'Before the pages' }).waitFor();
+    await page.locator('.segment', { hasText: 'How can I help?' }).waitFor();
+    assert.deepEqual(await current(), []);
+    assert.equal(await page.locator('#panel-toggle').isVisible(), true);
+    await page.goForward();
+    await page.goForward();
+    await page.waitForURL((u) => u.pathname === '/settings');
+    await settings.locator('dt', { hasText: 'Email' }).waitFor();
+    // and a new message from the chat still streams in after all that
+    await page.goBack();
+    await page.goBack();
+    await page.waitForURL((u) => u.pathname === chatPath);
+    await page.locator('.segment', { hasText: 'How can I help?' }).waitFor();
+    await send(page, 'After the pages #scenario:ui-hello');
+    await page.locator('article.turn[data-state="done"]').nth(1).waitFor();
+    assert.equal(await page.locator('.thread .msg.user').count(), 2);
+    clean(problems);
+    await context.close();
+  });
+
+  test('a link to a page, signed out: sign in, and the page is shown', async () => {
+    const { context, page, problems } = await newPage(browser);
+    await page.goto(stack.base + '/settings');
+    await page.locator('#email').fill('views@example.com');
+    await page.locator('#password').fill('correct horse battery');
+    await page.locator('#signin-submit').click();
+    await page.locator('#view-settings dt', { hasText: 'Email' }).waitFor();
+    assert.equal(new URL(page.url()).pathname, '/settings');
+    assert.equal(await page.locator('#view-chat').isVisible(), false);
+    clean(problems);
+    await context.close();
+  });
+
+  test('on a phone, in dark: the pages from the drawer, nothing wider than the screen', async () => {
+    const { context, page, problems } = await newPage(browser, { viewport: 'phone', theme: 'dark' });
+    await signIn(page, stack.base, 'views@example.com');
+    for (const [name, path] of [
+      ['Memory', '/memory'],
+      ['Settings', '/settings'],
+    ]) {
+      await page.locator('#menu-toggle').click();
+      await page.locator('body.drawer-open').waitFor();
+      await page.locator('#side-nav a', { hasText: name }).click();
+      await page.waitForURL((u) => u.pathname === path);
+      await page.locator('body:not(.drawer-open)').waitFor();
+      await page.locator(`#view-${name.toLowerCase()} h1`).waitFor();
+      if (name === 'Memory') await page.locator('#view-memory .docs .none').waitFor();
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      assert.ok(overflow <= 0, `${name}: the page scrolls sideways by ${overflow}px`);
+      await screenshot(page, `${name.toLowerCase()}-phone-dark`);
+    }
     clean(problems);
     await context.close();
   });

@@ -1,8 +1,10 @@
 // Tusko's web UI: boots, signs in, and wires the pieces together.
-//   sidebar.js   chats: new, rename, delete, search
-//   chat.js      the conversation, from the session's event stream
+//   router.js    path → view: the chat (/, /c/{id}), memory, settings (VIEWS below)
+//   sidebar.js   chats: new, rename, delete, search; the links to the other views
+//   chat.js      the conversation, from the session's event stream (events.js folds it)
 //   composer.js  the message box, model picker, skills menu, uploads
 //   panel.js     side panel tabs: files.js (Files), trace.js (Trace), memory.js (Memory)
+//   ui.js        toast, confirm dialog, lane badge, file preview (for every module)
 // No framework and no build step: ES modules served from the binary.
 import { api, ApiError, setCsrf, setUnauthorizedHandler } from './api.js';
 import { ChatView } from './chat.js';
@@ -11,13 +13,15 @@ import { FilesView } from './files.js';
 import { $, h, icon } from './html.js';
 import { MemoryView } from './memory.js';
 import { Panel } from './panel.js';
+import { Router } from './router.js';
+import { SettingsView } from './settings.js';
 import { Sidebar } from './sidebar.js';
 import { initTheme } from './theme.js';
 import { TraceView } from './trace.js';
 import { toast } from './ui.js';
 
 const state = { me: null, models: [], session: null, config: null };
-let chat, composer, sidebar, panel, files, trace, memory;
+let chat, composer, sidebar, panel, files, trace, memory, router;
 
 // ---------- sign-in ----------
 
@@ -34,7 +38,7 @@ async function showSignIn(message) {
   }
   const sso = $('#sso');
   sso.hidden = !state.config.oidc;
-  const back = location.pathname.startsWith('/c/') ? `?return_to=${encodeURIComponent(location.pathname)}` : '';
+  const back = location.pathname !== '/' && router.match(location.pathname) ? `?return_to=${encodeURIComponent(location.pathname)}` : '';
   if (state.config.oidc_start) sso.href = state.config.oidc_start + back;
   form.hidden = state.config.password === false;
   const params = new URLSearchParams(location.search);
@@ -71,6 +75,7 @@ async function signOut() {
     /* signed out either way */
   }
   setCsrf(null);
+  router.stop();
   chat.reset(null);
   history.replaceState(null, '', '/');
   showSignIn();
@@ -94,7 +99,7 @@ async function start() {
   const [models] = await Promise.all([api('/api/models').catch(() => ({ models: [] })), sidebar.load().catch(toast)]);
   state.models = models.models || [];
   composer.setModels(state.models, me.default_model || models.default);
-  route();
+  router.start();
 }
 
 function fatal(e) {
@@ -125,15 +130,61 @@ function executionBanner(ex) {
   b.hidden = false;
 }
 
-function route() {
-  const m = /^\/c\/([0-9a-f-]{36})$/.exec(location.pathname);
-  if (m) openSession(m[1], false);
-  else newChat(false);
+// ---------- the views ----------
+//
+// A view is {show(params, path), hide()} on a <section class="view"> of
+// index.html, named by a path in VIEWS, with a link in the sidebar's
+// "Pages" nav when it is not the chat. Schedules, skills and admin add theirs
+// the same way: a section, a module with the view, a line here, a link there,
+// and the path in the server's list of pages (src/app/web.c).
+
+// Shows one view's section (and marks its sidebar link); the chat's own
+// controls (the side panel) go with the chat.
+function showSection(name) {
+  for (const el of document.querySelectorAll('#main > .view')) el.hidden = el.id !== `view-${name}`;
+  document.body.dataset.page = name;
+  for (const a of document.querySelectorAll('#side-nav a')) {
+    if (a.dataset.view === name) a.setAttribute('aria-current', 'page');
+    else a.removeAttribute('aria-current');
+  }
+  closeDrawer();
 }
 
-function newChat(push = true) {
+let navSeq = 0; // the last navigation (an answer for an earlier one is stale)
+
+const chatView = {
+  show(params) {
+    showSection('chat');
+    if (params.id) openSession(params.id);
+    else newChat();
+  },
+  hide() {
+    navSeq++;
+    chat.reset(null);
+    state.session = null;
+    sidebar.select(null);
+    files.setSession(null);
+    trace.reset();
+    panel.close();
+  },
+};
+
+// A page of its own: its section, a title, the focus on its heading.
+function pageView(name, title, shown) {
+  return {
+    show() {
+      showSection(name);
+      document.title = `${title} · Tusko`;
+      $(`#view-${name} h1`).focus();
+      shown();
+    },
+    hide() {},
+  };
+}
+
+function newChat() {
+  navSeq++;
   state.session = null;
-  if (push) history.pushState(null, '', '/');
   chat.reset(null);
   chat.showEmpty(welcome());
   sidebar.select(null);
@@ -141,7 +192,6 @@ function newChat(push = true) {
   trace.reset();
   composer.setModel(state.me && state.me.default_model);
   document.title = 'Tusko';
-  closeDrawer();
   composer.focus();
 }
 
@@ -155,19 +205,21 @@ function welcome() {
   );
 }
 
-async function openSession(id, push = true) {
+async function openSession(id) {
+  const nav = ++navSeq;
   let s;
   try {
-    s = await api(`/api/sessions/${id}`);
+    s = await api(`/api/sessions/${encodeURIComponent(id)}`);
   } catch (e) {
+    if (nav !== navSeq) return;
     if (e.status === 404) {
       toast('That chat does not exist (or is not yours).');
-      return newChat();
+      return router.go('/', { replace: true });
     }
     return toast(e);
   }
+  if (nav !== navSeq) return;
   state.session = s;
-  if (push) history.pushState(null, '', `/c/${id}`);
   document.title = `${s.title} · Tusko`;
   sidebar.upsert(s);
   sidebar.select(id);
@@ -175,7 +227,6 @@ async function openSession(id, push = true) {
   files.setSession(id);
   trace.reset();
   chat.open(id);
-  closeDrawer();
   composer.focus();
 }
 
@@ -191,7 +242,7 @@ async function send(text, model) {
       return chat.pendingFailed(pending, e);
     }
     state.session = s;
-    history.pushState(null, '', `/c/${s.id}`);
+    router.go(`/c/${s.id}`, { quiet: true }); // (the chat is on screen already)
     document.title = `${s.title} · Tusko`;
     sidebar.upsert(s);
     sidebar.select(s.id);
@@ -228,6 +279,7 @@ async function changeModel(id) {
 // ---------- uploads ----------
 
 async function upload(fileList) {
+  if (document.body.dataset.page !== 'chat') return;
   if (!state.session) {
     toast('Send a first message, then drop files into the chat: they go to its /workspace.');
     return;
@@ -252,9 +304,10 @@ async function upload(fileList) {
 function initDrop() {
   const zone = $('#main');
   let depth = 0;
+  // (dropped on a page that is not the chat, a file is taken and ignored: not opened by the browser)
   const hasFiles = (e) => e.dataTransfer && [...e.dataTransfer.types].includes('Files');
   zone.addEventListener('dragenter', (e) => {
-    if (!hasFiles(e)) return;
+    if (!hasFiles(e) || document.body.dataset.page !== 'chat') return;
     depth++;
     document.body.classList.add('dropping');
   });
@@ -299,20 +352,42 @@ function initLayout() {
     const mod = e.ctrlKey || e.metaKey;
     if (mod && e.shiftKey && e.key.toLowerCase() === 'o') {
       e.preventDefault();
-      newChat();
+      router.go('/');
     } else if (mod && e.key.toLowerCase() === 'k') {
       e.preventDefault();
       document.body.classList.add('drawer-open');
       $('#search').focus();
     } else if (e.key === 'Escape' && document.body.classList.contains('drawer-open')) closeDrawer();
   });
-  window.addEventListener('popstate', () => state.me && route());
+  for (const a of document.querySelectorAll('#side-nav a')) {
+    a.addEventListener('click', (e) => {
+      if (e.metaKey || e.ctrlKey || e.shiftKey || e.button !== 0) return;
+      e.preventDefault();
+      router.go(a.getAttribute('href'));
+    });
+  }
+}
+
+// The app's views by path (see "the views" above).
+function initViews() {
+  const memoryPage = new MemoryView();
+  $('#view-memory .page-inner').append(memoryPage.el);
+  const settings = new SettingsView($('#view-settings .page-inner'), { onSignOut: signOut });
+  const VIEWS = [
+    ['/', chatView],
+    ['/c/:id', chatView],
+    ['/memory', pageView('memory', 'Memory', () => memoryPage.changed())],
+    ['/settings', pageView('settings', 'Settings', () => settings.render(state.me, state.models))],
+  ];
+  router = new Router(chatView);
+  for (const [path, view] of VIEWS) router.add(path, view);
 }
 
 function init() {
   initTheme($('#theme'));
   setUnauthorizedHandler(() => {
     if (document.body.dataset.view === 'app') {
+      router.stop();
       chat.reset(null);
       showSignIn('Your session ended. Sign in again.');
     }
@@ -341,7 +416,8 @@ function init() {
     },
   });
   composer = new Composer($('#composer'), { onSend: send, onStop: stop, onUpload: upload, onModel: changeModel });
-  sidebar = new Sidebar($('#sidebar'), { onOpen: (id) => openSession(id), onNew: () => newChat(), onDeleted: (id) => state.session && state.session.id === id && newChat() });
+  sidebar = new Sidebar($('#sidebar'), { onOpen: (id) => router.go(`/c/${id}`), onNew: () => router.go('/'), onDeleted: (id) => state.session && state.session.id === id && router.go('/') });
+  initViews();
   initLayout();
   initDrop();
   start().catch(fatal);

@@ -1,0 +1,42 @@
+// The settings page (/settings): the theme, the account (who is signed in,
+// how; sign out), and what this server offers (whether the agent may write
+// and run code, and the settings it lacks when not; the models; the tools by
+// lane). Everything but the theme is the server's: shown, not changed here.
+import { h, icon } from './html.js';
+import { initTheme } from './theme.js';
+
+export class SettingsView {
+  constructor(root, { onSignOut }) {
+    this.theme = h('select', { id: 'settings-theme' }, h('option', { value: 'system', text: 'System' }), h('option', { value: 'light', text: 'Light' }), h('option', { value: 'dark', text: 'Dark' }));
+    initTheme(this.theme);
+    this.account = h('dl.settings-list');
+    this.server = h('dl.settings-list');
+    this.signOut = h('button.btn', { type: 'button', onclick: onSignOut }, icon('signout'), 'Sign out');
+    root.append(
+      section('Appearance', 'settings-appearance', h('div.settings-row', {}, h('label', { for: 'settings-theme', text: 'Theme' }), this.theme)),
+      section('Account', 'settings-account', this.account, this.signOut),
+      section('This server', 'settings-server', this.server),
+    );
+  }
+
+  // me: GET /api/me; models: GET /api/models's list.
+  render(me, models) {
+    this.account.replaceChildren(...pair('Email', me.email || 'API token'), ...pair('Signed in with', me.auth === 'token' ? 'an API token' : 'a session in this browser'));
+    const ex = me.execution || {};
+    this.server.replaceChildren(
+      ...pair(
+        'Code execution',
+        ex.enabled ? h('span', { text: 'on: the agent may write files and run code in a sandbox of each chat' }) : h('span', {}, 'off: this server has no sandbox service configured', ex.missing && ex.missing.length ? [' (missing: ', ...ex.missing.flatMap((m, i) => [i ? ', ' : '', h('code', { text: m })]), ')'] : ''),
+      ),
+      ...pair('Models', models.length ? h('ul.settings-models', {}, models.map((m) => h('li', {}, h('code', { text: m.id }), m.id === me.default_model ? ' (default)' : ''))) : 'none allowed'),
+    );
+  }
+}
+
+function section(title, id, ...body) {
+  return h('section.settings-section', { 'aria-labelledby': id }, h('h2', { id, text: title }), ...body);
+}
+
+function pair(term, value) {
+  return [h('dt', { text: term }), value instanceof Node ? h('dd', {}, value) : h('dd', { text: value })];
+}
