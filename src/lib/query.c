@@ -133,23 +133,45 @@ tk_status tk_path_split(tk_arena *a, const char *path, size_t len, char ***segs,
     return TK_OK;
 }
 
-char *tk_percent_encode(tk_arena *a, const char *s)
+static int kept(unsigned char c, const char *keep)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_' || c == '.' || c == '~' || (keep && c && strchr(keep, c));
+}
+
+/* Writes s encoded into d (room for 3 * strlen(s) + 1); returns the length. */
+static size_t encode(char *d, const char *s, const char *keep)
 {
     static const char hex[] = "0123456789ABCDEF";
-    size_t len = strlen(s);
-    char *d = tk_arena_xalloc(a, len * 3 + 1);
     size_t j = 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-            c == '-' || c == '_' || c == '.' || c == '~') {
-            d[j++] = (char)c;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (kept(*p, keep)) {
+            d[j++] = (char)*p;
         } else {
             d[j++] = '%';
-            d[j++] = hex[c >> 4];
-            d[j++] = hex[c & 15];
+            d[j++] = hex[*p >> 4];
+            d[j++] = hex[*p & 15];
         }
     }
     d[j] = '\0';
+    return j;
+}
+
+tk_status tk_percent_append(tk_buf *b, const char *s, const char *keep)
+{
+    size_t need = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        need += kept(*p, keep) ? 1 : 3;
+    tk_status st = tk_buf_reserve(b, need);
+    if (st != TK_OK)
+        return st;
+    b->len += encode(b->data + b->len, s, keep);
+    return TK_OK;
+}
+
+char *tk_percent_encode(tk_arena *a, const char *s)
+{
+    char *d = tk_arena_xalloc(a, strlen(s) * 3 + 1);
+    encode(d, s, NULL);
     return d;
 }

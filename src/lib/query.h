@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "lib/arena.h"
+#include "lib/buf.h"
 #include "lib/common.h"
 
 #define TK_QUERY_MAX_ITEMS   128
@@ -39,7 +40,14 @@ const char *tk_query_get(const tk_kv *items, size_t n, const char *name);
  */
 tk_status tk_path_split(tk_arena *a, const char *path, size_t len, char ***segs, size_t *n);
 
-/* Percent-encodes s for use in a query value or path segment (unreserved kept). */
+/*
+ * Percent-encoding, for a query value or a path: the unreserved characters
+ * (A-Z a-z 0-9 - . _ ~) and the bytes listed in keep (NULL or "" for none; "/"
+ * keeps the slashes of a path) are kept, every other byte becomes %XX (upper
+ * case hex). tk_percent_append appends s so encoded to b (TK_ETOOBIG past its
+ * cap leaves b as it was); tk_percent_encode returns it in a, keeping nothing.
+ */
+tk_status tk_percent_append(tk_buf *b, const char *s, const char *keep);
 char *tk_percent_encode(tk_arena *a, const char *s);
 
 #endif

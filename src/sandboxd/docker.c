@@ -10,6 +10,7 @@
 #include "lib/buf.h"
 #include "lib/httpc.h"
 #include "lib/json.h"
+#include "lib/query.h"
 
 struct sbx_docker {
     char host[160];
@@ -275,25 +276,6 @@ tk_status sbx_docker_version(sbx_docker *d, char *version, size_t vlen, char *ap
     return TK_OK;
 }
 
-char *sbx_docker_qescape(const char *s)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    size_t n = strlen(s);
-    char *o = tk_malloc(n * 3 + 1), *q = o;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-            *p == '-' || *p == '_' || *p == '.' || *p == '~') {
-            *q++ = (char)*p;
-        } else {
-            *q++ = '%';
-            *q++ = hex[*p >> 4];
-            *q++ = hex[*p & 15];
-        }
-    }
-    *q = '\0';
-    return o;
-}
-
 char *sbx_docker_label_filter(const char *const *labels, size_t n)
 {
     json_t *arr = json_array();
@@ -302,7 +284,9 @@ char *sbx_docker_label_filter(const char *const *labels, size_t n)
     json_t *f = tk_json_obj("label", arr, NULL);
     char *s = tk_json_dumps(f);
     json_decref(f);
-    char *e = sbx_docker_qescape(s);
+    tk_buf e;
+    tk_buf_init(&e, strlen(s) * 3); /* the most it can take */
+    tk_percent_append(&e, s, NULL);
     free(s);
-    return e;
+    return tk_buf_steal(&e, NULL);
 }

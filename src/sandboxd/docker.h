@@ -60,8 +60,6 @@ tk_status sbx_docker_upload(sbx_docker *d, const char *path, const char *content
 tk_status sbx_docker_version(sbx_docker *d, char *version, size_t vlen, char *api, size_t alen,
                              char *err, size_t errlen);
 
-/* A new string: s percent-encoded for a query value. */
-char *sbx_docker_qescape(const char *s);
 /* A new string: the query value of a "filters" parameter matching every label
  * of labels[0..n) ("key=value" or "key"), already percent-encoded. */
 char *sbx_docker_label_filter(const char *const *labels, size_t n);

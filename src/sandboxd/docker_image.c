@@ -15,6 +15,7 @@
 
 #include "lib/buf.h"
 #include "lib/json.h"
+#include "lib/query.h"
 #include "lib/log.h"
 #include "lib/tktime.h"
 
@@ -68,12 +69,9 @@ tk_status sbx_docker_image_import(sbx_docker *d, const sbx_image *img, char *err
         snprintf(err, errlen, "image import: cannot run tar: %s", strerror(rc));
         return TK_ERROR;
     }
-    char *repo = sbx_docker_qescape(SBX_IMAGE_NAME);
-    char *tag = sbx_docker_qescape(img->hash);
     char msg[128];
     snprintf(msg, sizeof msg,
              "tusko-sandbox %s (images/sandbox/build.sh, imported by tusko-sandboxd)", img->hash);
-    char *emsg = sbx_docker_qescape(msg);
     static const char *const changes[] = {
         "ENV LANG=C.UTF-8",
         "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -82,15 +80,17 @@ tk_status sbx_docker_image_import(sbx_docker *d, const sbx_image *img, char *err
     };
     tk_buf q;
     tk_buf_init(&q, 8192);
-    tk_buf_printf(&q, "/images/create?fromSrc=-&repo=%s&tag=%s&message=%s", repo, tag, emsg);
+    /* fixed parts and a hash: far below the cap */
+    tk_buf_append_str(&q, "/images/create?fromSrc=-&repo=");
+    tk_percent_append(&q, SBX_IMAGE_NAME, NULL);
+    tk_buf_append_str(&q, "&tag=");
+    tk_percent_append(&q, img->hash, NULL);
+    tk_buf_append_str(&q, "&message=");
+    tk_percent_append(&q, msg, NULL);
     for (size_t i = 0; i < TK_ARRAY_LEN(changes); i++) {
-        char *c = sbx_docker_qescape(changes[i]);
-        tk_buf_printf(&q, "&changes=%s", c);
-        free(c);
+        tk_buf_append_str(&q, "&changes=");
+        tk_percent_append(&q, changes[i], NULL);
     }
-    free(repo);
-    free(tag);
-    free(emsg);
     tk_info("docker",
             "msg=\"importing the sandbox image into Docker (once per recipe; about a "
             "minute)\" rootfs=%s image=%s:%s",
@@ -119,9 +119,12 @@ tk_status sbx_docker_image_import(sbx_docker *d, const sbx_image *img, char *err
 tk_status sbx_docker_image_id(sbx_docker *d, const char *ref, char *id, size_t idlen, char *err,
                               size_t errlen)
 {
-    char *e = sbx_docker_qescape(ref);
-    char *path = tk_asprintf("/images/%s/json", e);
-    free(e);
+    tk_buf pb;
+    tk_buf_init(&pb, strlen(ref) * 3 + 16); /* room for all of it */
+    tk_buf_append_str(&pb, "/images/");
+    tk_percent_append(&pb, ref, NULL);
+    tk_buf_append_str(&pb, "/json");
+    char *path = tk_buf_steal(&pb, NULL);
     long status = 0;
     json_t *j = NULL;
     char m[768];

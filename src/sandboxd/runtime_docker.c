@@ -47,6 +47,7 @@
 #include "lib/buf.h"
 #include "lib/json.h"
 #include "lib/log.h"
+#include "lib/query.h"
 #include "lib/tktime.h"
 #include "sandboxd/docker.h"
 #include "sandboxd/docker_image.h"
@@ -802,13 +803,15 @@ static void docker_sweep(sbx_runtime *rt, const char *const *keep, size_t n)
             if (!id || !name || kept(id, keep, n) || !sbx_docker_spec_id_ok(id))
                 continue;
             tk_info("docker", "msg=\"removing a leftover volume\" id=%s volume=%s", id, name);
-            char vp[200];
-            char *en = sbx_docker_qescape(name);
-            snprintf(vp, sizeof vp, "/volumes/%s?force=1", en);
-            free(en);
-            if (dk(r, "remove a volume", "DELETE", vp, NULL, OK_GONE, NULL, err, sizeof err) !=
-                TK_OK)
+            tk_buf vp;
+            tk_buf_init(&vp, strlen(name) * 3 + 16); /* room for all of it */
+            tk_buf_append_str(&vp, "/volumes/");
+            tk_percent_append(&vp, name, NULL);
+            tk_buf_append_str(&vp, "?force=1");
+            if (dk(r, "remove a volume", "DELETE", tk_buf_cstr(&vp), NULL, OK_GONE, NULL, err,
+                   sizeof err) != TK_OK)
                 tk_error("docker", "msg=\"cannot remove a leftover volume\" error=\"%s\"", err);
+            tk_buf_free(&vp);
         }
     } else {
         tk_error("docker", "msg=\"cannot list leftover volumes\" error=\"%s\"", err);

@@ -23,6 +23,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (tk_percent_decode(a, enc, strlen(enc), 0, &dec, NULL) != TK_OK ||
                 strcmp(dec, segs[i]) != 0)
                 __builtin_trap();
+            /* into a buffer: without keep the same bytes; keeping '/' it still
+             * decodes back; one byte of cap too few refuses and appends nothing */
+            tk_buf b, k, tight;
+            tk_buf_init(&b, 3 * strlen(segs[i]));
+            tk_buf_init(&k, 3 * strlen(segs[i]));
+            if (tk_percent_append(&b, segs[i], NULL) != TK_OK || strcmp(b.data, enc) != 0 ||
+                tk_percent_append(&k, segs[i], "/") != TK_OK ||
+                tk_percent_decode(a, k.data, k.len, 0, &dec, NULL) != TK_OK ||
+                strcmp(dec, segs[i]) != 0)
+                __builtin_trap();
+            tk_buf_init(&tight, b.len - 1);
+            if (tk_percent_append(&tight, segs[i], NULL) != TK_ETOOBIG || tight.len != 0)
+                __builtin_trap();
+            tk_buf_free(&b);
+            tk_buf_free(&k);
+            tk_buf_free(&tight);
         }
         if (segs[nsegs] != NULL)
             __builtin_trap();

@@ -64,6 +64,44 @@ TEST(path_split)
     tk_arena_free(a);
 }
 
+TEST(percent_encoding_keeps_unreserved_and_what_is_asked)
+{
+    tk_arena *a = tk_arena_new(0);
+    CHECK_STR(tk_percent_encode(a, ""), "");
+    CHECK_STR(tk_percent_encode(a, "tusko-sandbox:abc d/e&f=g"),
+              "tusko-sandbox%3Aabc%20d%2Fe%26f%3Dg");
+    CHECK_STR(tk_percent_encode(a, "AZaz09-._~+%\x7f\xc3\xa9"), "AZaz09-._~%2B%25%7F%C3%A9");
+    tk_arena_free(a);
+
+    tk_buf b;
+    tk_buf_init(&b, 64);
+    CHECK(tk_percent_append(&b, "", NULL) == TK_OK);
+    CHECK_STR(tk_buf_cstr(&b), "");
+    CHECK(tk_buf_append_str(&b, "/files?path=") == TK_OK);
+    CHECK(tk_percent_append(&b, "/workspace/a b/\xc3\xa9.txt", "/") == TK_OK);
+    CHECK_STR(tk_buf_cstr(&b), "/files?path=/workspace/a%20b/%C3%A9.txt");
+    tk_buf_reset(&b);
+    CHECK(tk_percent_append(&b, "a/b?c", "") == TK_OK);
+    CHECK_STR(tk_buf_cstr(&b), "a%2Fb%3Fc");
+    tk_buf_reset(&b);
+    CHECK(tk_percent_append(&b, "k=v&x", "=&") == TK_OK);
+    CHECK_STR(tk_buf_cstr(&b), "k=v&x");
+    tk_buf_free(&b);
+
+    /* over the cap: nothing is appended, not even the part that fits */
+    tk_buf small;
+    tk_buf_init(&small, 10);
+    CHECK(tk_buf_append_str(&small, "x=abc") == TK_OK);
+    CHECK(tk_percent_append(&small, "ab c", NULL) == TK_ETOOBIG); /* 6 more: 11 */
+    CHECK_STR(tk_buf_cstr(&small), "x=abc");
+    CHECK(tk_percent_append(&small, "a b", NULL) == TK_OK); /* 5 more: exactly the cap */
+    CHECK_STR(tk_buf_cstr(&small), "x=abca%20b");
+    CHECK(tk_percent_append(&small, "", NULL) == TK_OK);
+    CHECK(tk_percent_append(&small, "a", NULL) == TK_ETOOBIG);
+    CHECK_STR(tk_buf_cstr(&small), "x=abca%20b");
+    tk_buf_free(&small);
+}
+
 struct evs {
     int n;
     char ev[8][32];
