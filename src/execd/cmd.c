@@ -17,6 +17,7 @@
 #include "execd/lines.h"
 #include "execd/proc.h"
 #include "execd/sink.h"
+#include "lib/cond.h"
 #include "lib/id.h"
 #include "lib/json.h"
 #include "lib/log.h"
@@ -760,17 +761,9 @@ void execd_cmd_shutdown(int timeout_ms)
     for (execd_cmd *c = g_cmds; c; c = c->next)
         if (c->running && c->ctl >= 0)
             wake(c->ctl);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += timeout_ms / 1000;
-    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    while (g_pumps > 0)
-        if (pthread_cond_timedwait(&g_cond, &g_lock, &ts) == ETIMEDOUT)
-            break;
+    int64_t until = tk_mono_ms() + timeout_ms;
+    while (g_pumps > 0 && tk_cond_wait_until(&g_cond, &g_lock, until) == 0)
+        ;
     /* Free what is left (finished commands); pumps still running keep theirs. */
     while (g_cmds && g_pumps == 0) {
         execd_cmd *c = g_cmds;

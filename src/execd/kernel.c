@@ -19,6 +19,7 @@
 #include "execd/execd.h"
 #include "execd/jmsg.h"
 #include "execd/proc.h"
+#include "lib/cond.h"
 #include "lib/id.h"
 #include "lib/json.h"
 #include "lib/log.h"
@@ -690,19 +691,11 @@ execd_kernel *execd_kernel_start(const char *tag, char *err, size_t errlen)
     if (pthread_create(&k->thread, NULL, kernel_main, k) != 0)
         tk_panic(__FILE__, __LINE__, "pthread_create(kernel)");
     /* Wait until it answers. */
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
     int64_t ms = execd_cfg.kernel_start_ms > 0 ? execd_cfg.kernel_start_ms : 60000;
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    int64_t until = tk_mono_ms() + ms;
     pthread_mutex_lock(&k->lock);
-    while (k->state == K_STARTING)
-        if (pthread_cond_timedwait(&k->cond, &k->lock, &ts) == ETIMEDOUT)
-            break;
+    while (k->state == K_STARTING && tk_cond_wait_until(&k->cond, &k->lock, until) == 0)
+        ;
     int state = k->state;
     char reason[600];
     snprintf(reason, sizeof reason, "%s", k->reason);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "execd/sink.h"
+#include "lib/cond.h"
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/tktime.h"
@@ -238,11 +239,8 @@ void execd_metrics_shutdown(void)
 {
     pthread_mutex_lock(&m_lock);
     m_stopping = 1;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += 3;
-    while (watchers > 0)
-        if (pthread_cond_timedwait(&m_cond, &m_lock, &ts) == ETIMEDOUT)
-            break;
+    int64_t until = tk_mono_ms() + 3000;
+    while (watchers > 0 && tk_cond_wait_until(&m_cond, &m_lock, until) == 0)
+        ;
     pthread_mutex_unlock(&m_lock);
 }

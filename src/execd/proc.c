@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "lib/common.h"
+#include "lib/cond.h"
 #include "lib/log.h"
 
 struct execd_proc {
@@ -59,12 +60,8 @@ static void *reaper_main(void *arg)
             /* No children at all: wait for a spawn (or check again shortly, in
              * case an orphan was reparented to us meanwhile). */
             pthread_mutex_lock(&reg_lock);
-            if (!reg_head) {
-                struct timespec ts;
-                clock_gettime(CLOCK_REALTIME, &ts);
-                ts.tv_sec += 1;
-                pthread_cond_timedwait(&reg_cond, &reg_lock, &ts);
-            }
+            if (!reg_head)
+                tk_cond_wait_ms(&reg_cond, &reg_lock, 1000);
             pthread_mutex_unlock(&reg_lock);
             continue;
         }

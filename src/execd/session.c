@@ -17,6 +17,7 @@
 #include "execd/lines.h"
 #include "execd/proc.h"
 #include "execd/sink.h"
+#include "lib/cond.h"
 #include "lib/id.h"
 #include "lib/json.h"
 #include "lib/log.h"
@@ -855,11 +856,8 @@ void execd_session_shutdown(int timeout_ms)
         wake(s->wake);
         sess_unref_locked(s);
     }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += timeout_ms / 1000 + 1;
-    while (s_threads > 0)
-        if (pthread_cond_timedwait(&s_cond, &s_lock, &ts) == ETIMEDOUT)
-            break;
+    int64_t until = tk_mono_ms() + ((int64_t)timeout_ms / 1000 + 1) * 1000;
+    while (s_threads > 0 && tk_cond_wait_until(&s_cond, &s_lock, until) == 0)
+        ;
     pthread_mutex_unlock(&s_lock);
 }

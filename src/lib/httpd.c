@@ -16,6 +16,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "lib/cond.h"
 #include "lib/id.h"
 #include "lib/json.h"
 #include "lib/log.h"
@@ -777,10 +778,7 @@ static void *heartbeat_main(void *arg)
     tk_httpd *h = arg;
     pthread_mutex_lock(&h->lock);
     while (!h->stopping) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += 1;
-        pthread_cond_timedwait(&h->hbcond, &h->lock, &ts);
+        tk_cond_wait_ms(&h->hbcond, &h->lock, 1000);
         if (h->stopping)
             break;
         int64_t now = tk_mono_ms(), hb = (int64_t)h->cfg.heartbeat_s * 1000;

@@ -6,7 +6,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/cond.h"
 #include "lib/log.h"
+#include "lib/tktime.h"
 
 struct tk_pg_pool {
     char *conninfo;
@@ -68,14 +70,7 @@ void tk_pg_pool_free(tk_pg_pool *p)
 
 PGconn *tk_pg_acquire(tk_pg_pool *p, int timeout_ms)
 {
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += timeout_ms / 1000;
-    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-    if (deadline.tv_nsec >= 1000000000) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000;
-    }
+    int64_t deadline = tk_mono_ms() + timeout_ms;
     pthread_mutex_lock(&p->lock);
     for (;;) {
         if (p->nidle > 0) {
@@ -105,7 +100,7 @@ PGconn *tk_pg_acquire(tk_pg_pool *p, int timeout_ms)
             pthread_mutex_unlock(&p->lock);
             return NULL;
         }
-        if (pthread_cond_timedwait(&p->cond, &p->lock, &deadline) != 0) {
+        if (tk_cond_wait_until(&p->cond, &p->lock, deadline) != 0) {
             pthread_mutex_unlock(&p->lock);
             tk_warn("pg", "msg=\"no free database connection\" pool=%d", p->size);
             return NULL;

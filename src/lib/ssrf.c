@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "lib/arena.h"
+#include "lib/cond.h"
 #include "lib/httpc.h"
 #include "lib/log.h"
 #include "lib/tktime.h"
@@ -725,7 +726,7 @@ static tk_status sys_resolve(void *ud, const char *host, tk_ip *out, size_t max,
  */
 struct lookup {
     pthread_mutex_t mu;
-    pthread_cond_t cv; /* CLOCK_MONOTONIC */
+    pthread_cond_t cv;
     int done, refs, abandoned;
     tk_ssrf_resolve_fn fn;
     void *ud;
@@ -790,11 +791,7 @@ static tk_status bounded_resolve(tk_ssrf_resolve_fn fn, void *ud, const char *ho
     struct lookup *l = tk_malloc(sizeof *l);
     memset(l, 0, sizeof *l);
     pthread_mutex_init(&l->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&l->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    pthread_cond_init(&l->cv, NULL);
     l->fn = fn;
     l->ud = ud;
     l->refs = 2;
@@ -817,20 +814,9 @@ static tk_status bounded_resolve(tk_ssrf_resolve_fn fn, void *ud, const char *ho
         return TK_ERROR;
     }
 
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    int64_t now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-    int64_t wait_ms = deadline_ms - tk_mono_ms();
-    int64_t until_ms = now_ms + (wait_ms > 0 ? wait_ms : 0);
-    ts.tv_sec = (time_t)(until_ms / 1000);
-    ts.tv_nsec = (long)(until_ms % 1000) * 1000000;
-
     pthread_mutex_lock(&l->mu);
-    while (!l->done) {
-        int w = pthread_cond_timedwait(&l->cv, &l->mu, &ts);
-        if (w == ETIMEDOUT)
-            break;
-    }
+    while (!l->done && tk_cond_wait_until(&l->cv, &l->mu, deadline_ms) == 0)
+        ;
     tk_status st;
     if (l->done) {
         memcpy(out, l->addrs, l->n * sizeof *out);

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lib/cond.h"
 #include "lib/log.h"
 #include "lib/tktime.h"
 #include "sandboxd/pool.h"
@@ -28,16 +29,7 @@
 /* Waits on pool_cv (mu held) for at most ms. */
 static void wait_ms(sbx_service *svc, int64_t ms)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ms = TK_MAX(1, TK_MIN(ms, 1000));
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(&svc->pool_cv, &svc->mu, &ts);
+    tk_cond_wait_ms(&svc->pool_cv, &svc->mu, TK_MAX(1, TK_MIN(ms, 1000)));
 }
 
 /* When the next refill may start (tk_mono_ms(); mu held, the pool short). */

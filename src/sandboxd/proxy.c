@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "lib/buf.h"
+#include "lib/cond.h"
 #include "lib/log.h"
 #include "lib/tktime.h"
 
@@ -46,16 +47,8 @@ void sbx_proxy_shutdown(long timeout_ms)
     g_stopping = 1;
     int64_t deadline = tk_mono_ms() + timeout_ms;
     pthread_mutex_lock(&g_mu);
-    while (g_active > 0 && tk_mono_ms() < deadline) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 20 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&g_cv, &g_mu, &ts);
-    }
+    while (g_active > 0 && tk_mono_ms() < deadline)
+        tk_cond_wait_ms(&g_cv, &g_mu, 20);
     pthread_mutex_unlock(&g_mu);
 }
 

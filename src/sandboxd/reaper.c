@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/cond.h"
 #include "lib/log.h"
 #include "lib/tktime.h"
 #include "sandboxd/reaper.h"
@@ -25,14 +26,7 @@ static void *reaper_main(void *arg)
     tk_log_set_request_id(NULL);
     pthread_mutex_lock(&svc->mu);
     while (!svc->stopping) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 250 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&svc->reaper_cv, &svc->mu, &ts);
+        tk_cond_wait_ms(&svc->reaper_cv, &svc->mu, 250);
         if (svc->stopping)
             break;
         int64_t now = tk_now_ms();

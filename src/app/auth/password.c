@@ -6,8 +6,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/cond.h"
 #include "lib/id.h"
 #include "lib/log.h"
+#include "lib/tktime.h"
 
 #define OPS crypto_pwhash_OPSLIMIT_INTERACTIVE
 #define MEM crypto_pwhash_MEMLIMIT_INTERACTIVE
@@ -36,14 +38,9 @@ void app_password_init(void)
 
 static int take(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += APP_PASSWORD_WAIT_MS / 1000;
-    while (sem_timedwait(&slots, &ts) != 0) {
-        if (errno != EINTR) {
-            tk_warn("auth", "msg=\"password hashing busy\" waited_ms=%d", APP_PASSWORD_WAIT_MS);
-            return 0;
-        }
+    if (tk_sem_wait_until(&slots, tk_mono_ms() + APP_PASSWORD_WAIT_MS) != 0) {
+        tk_warn("auth", "msg=\"password hashing busy\" waited_ms=%d", APP_PASSWORD_WAIT_MS);
+        return 0;
     }
     return 1;
 }
