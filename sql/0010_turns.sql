@@ -1,6 +1,11 @@
 -- Turns: one POST /api/sessions/{id}/messages and everything it set in motion.
 -- At most one turn per chat session is queued or running at a time (the
 -- partial unique index), across every instance.
+--
+-- locks: messages
+-- (messages_turn is built under a SHARE lock on messages: new messages wait
+-- until it is; tusko serve leaves this migration to `tusko migrate` when
+-- messages is large)
 CREATE TABLE turns (
     id uuid PRIMARY KEY,
     session_id uuid NOT NULL REFERENCES chat_sessions (id) ON DELETE CASCADE,

@@ -4,6 +4,10 @@
 --    candidates (@@ on a scan, ts_rank_cd), the body only for the few snippets
 --    shown. With the default (EXTENDED), a ~1.3 KB tsvector beside a ~1 KB body
 --    was moved to the TOAST table: two more page reads per candidate.
+--
+-- locks: utopia_chunks
+-- (the UPDATE below rewrites every chunk, and ALTER ... SET STORAGE holds
+-- an ACCESS EXCLUSIVE lock on the table until the migration commits)
 ALTER TABLE utopia_chunks ALTER COLUMN tsv SET STORAGE MAIN;
 -- existing chunks are rewritten once so that they are stored the new way
 UPDATE utopia_chunks SET tsv = tsv || ''::tsvector;

@@ -4,4 +4,11 @@
 -- a scan of the chat's events (events_session holds every text delta). The
 -- route's query names type = 'turn_start' literally so the planner matches
 -- the predicate.
+--
+-- locks: events
+-- Built inside the migration's transaction (CREATE INDEX CONCURRENTLY cannot
+-- be), under a SHARE lock on events: every event write — every turn of every
+-- chat — waits until the index is built, in proportion to the events stored.
+-- tusko serve leaves it to `tusko migrate` when events holds more than
+-- 10,000 rows (lib/migrate.h); on a new database it costs nothing.
 CREATE INDEX events_turn_start ON events (session_id, seq) WHERE type = 'turn_start';

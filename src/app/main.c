@@ -2,7 +2,7 @@
  * tusko — the chat platform: web UI, JSON+SSE API, auth, the agent loop, tools.
  *
  *   tusko [serve]                                   serve the UI and API (default)
- *   tusko migrate                                   apply migrations and exit
+ *   tusko migrate [--status]                        apply migrations and exit (or list them)
  *   tusko user add --email E [--password-stdin]     create a local account
  *   tusko token create --email E [--name N]         print a new personal API token
  *   tusko check-url URL                             would a fetch for the agent be allowed?
@@ -17,6 +17,7 @@
 #include "app/auth/password.h"
 #include "app/cli.h"
 #include "app/durability.h"
+#include "app/schema.h"
 #include "app/server.h"
 #include "lib/embed.h"
 #include "lib/httpc.h"
@@ -24,15 +25,16 @@
 #include "lib/pg.h"
 #include "lib/prog.h"
 
-extern const struct tk_embed_file tk_embed_sql[];
-
 static tk_prog prog = {
     .name = "tusko",
     .summary = "the Tusko chat platform",
     .usage = "[command] [options]",
     .commands = "Commands:\n"
                 "  serve                          serve the web UI and API (the default)\n"
-                "  migrate                        apply database migrations and exit\n"
+                "  migrate [--status]             apply database migrations and exit, also those\n"
+                "                                 that lock large tables (tusko serve refuses\n"
+                "                                 those); --status lists them, applied or "
+                "pending\n"
                 "  user add --email E [--name N] [--password-stdin]\n"
                 "                                 create a local account (password: first line "
                 "of stdin)\n"
@@ -66,25 +68,6 @@ static int check_url(int argc, char **argv)
     return rc;
 }
 
-static int migrate(void)
-{
-    char err[512];
-    int applied = 0;
-    PGconn *c = app_db_acquire();
-    if (!c) {
-        fprintf(stderr, "tusko: no database connection\n");
-        return 1;
-    }
-    tk_status st = tk_pg_migrate(c, tk_embed_sql, &applied, err, sizeof err);
-    app_db_release(c);
-    if (st != TK_OK) {
-        fprintf(stderr, "tusko: %s\n", err);
-        return 1;
-    }
-    tk_info("db", "msg=\"schema up to date\" applied=%d", applied);
-    return 0;
-}
-
 static int serve(void)
 {
     char err[512];
@@ -116,6 +99,33 @@ static int serve(void)
     return 0;
 }
 
+static int serve_cmd(int argc, char **argv)
+{
+    return serve();
+}
+
+/* The commands after their settings are loaded and the database is open. */
+struct command {
+    const char *name;
+    int own_options;   /* parses the options after its name itself */
+    int migrate_first; /* applies the pending migrations first (as at start-up) */
+    int (*run)(int argc, char **argv);
+};
+static const struct command commands[] = {
+    {"serve", 0, 1, serve_cmd},
+    {"migrate", 1, 0, app_cli_migrate},
+    {"user", 0, 1, app_cli_user},
+    {"token", 0, 1, app_cli_token},
+};
+
+static const struct command *find_command(const char *name)
+{
+    for (size_t i = 0; i < TK_ARRAY_LEN(commands); i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     const char *cmd = NULL;
@@ -126,22 +136,25 @@ int main(int argc, char **argv)
         cmd = argv[1];
         argi = 2;
     }
+    const struct command *k = cmd ? find_command(cmd) : NULL;
     /* see tk_fd_table_reserve: grown before the first thread (a chat server
      * holds a socket per client, per stream to sandboxd and per model call) */
     (void)tk_fd_table_reserve(4096);
     prog.settings = app_settings_table(&prog.nsettings);
-    tk_prog_init(&prog, argc, argv, &argi);
-    if (!cmd && argi < argc)
+    /* a command with options of its own reads everything after its name;
+     * settings as flags go before it (tusko --database-url U backup --out F) */
+    tk_prog_init(&prog, k && k->own_options ? 2 : argc, argv, &argi);
+    if (!cmd && argi < argc) {
         cmd = argv[argi++];
+        k = find_command(cmd);
+    }
     if (!cmd)
-        cmd = "serve";
-    int known = strcmp(cmd, "serve") == 0 || strcmp(cmd, "migrate") == 0 ||
-                strcmp(cmd, "user") == 0 || strcmp(cmd, "token") == 0;
-    if (!known) {
+        k = find_command(cmd = "serve");
+    if (!k) {
         fprintf(stderr, "tusko: unknown command \"%s\" (see tusko --help)\n", cmd);
         return 2;
     }
-    if ((strcmp(cmd, "serve") == 0 || strcmp(cmd, "migrate") == 0) && argi < argc) {
+    if (strcmp(cmd, "serve") == 0 && argi < argc) {
         fprintf(stderr, "tusko %s: unexpected argument \"%s\"\n", cmd, argv[argi]);
         return 2;
     }
@@ -161,15 +174,9 @@ int main(int argc, char **argv)
         app_settings_free();
         return 2;
     }
-    int rc = migrate();
-    if (rc == 0) {
-        if (strcmp(cmd, "serve") == 0)
-            rc = serve();
-        else if (strcmp(cmd, "user") == 0)
-            rc = app_cli_user(argc - argi, argv + argi);
-        else if (strcmp(cmd, "token") == 0)
-            rc = app_cli_token(argc - argi, argv + argi);
-    }
+    int rc = k->migrate_first ? app_schema_migrate_at_start() : 0;
+    if (rc == 0)
+        rc = k->run(argc - argi, argv + argi);
     app_shutdown();
     app_settings_free();
     return rc;

@@ -11,9 +11,7 @@
  *   PQclear(r);
  *   tk_pg_release(pool, c);
  *
- * Migrations: numbered files ("0001_init.sql", ...) applied in order, each once,
- * all inside one transaction holding an advisory lock, so two instances starting
- * at once never both migrate; the second waits and then finds nothing to do.
+ * Migrations: see migrate.h (tk_pg_migrate is tk_migrate without options).
  */
 #ifndef TK_PG_H
 #define TK_PG_H
@@ -42,7 +40,8 @@ tk_status tk_pg_exec(PGconn *c, const char *sql, int nparams, const char *const 
 /* The SQLSTATE of a failed result, or "". */
 const char *tk_pg_sqlstate(const PGresult *r);
 
-/* Applies pending migrations from `files` (sorted by name). *applied counts them. */
+/* Applies pending migrations from `files` (sorted by name), each in its own
+ * transaction; *applied counts them. tk_migrate (migrate.h) with no options. */
 tk_status tk_pg_migrate(PGconn *c, const struct tk_embed_file *files, int *applied, char *err,
                         size_t errlen);
 

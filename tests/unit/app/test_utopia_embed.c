@@ -12,6 +12,7 @@
 #include "lib/log.h"
 #include "lib/pg.h"
 #include "tk_test.h"
+#include "tk_test_pg.h"
 
 extern const struct tk_embed_file tk_embed_sql[];
 
@@ -98,30 +99,11 @@ static void start_fake(void)
 
 static PGconn *setup(const char *tag)
 {
-    const char *b = getenv("TK_TEST_DATABASE_URL");
-    if (!b || !*b)
-        TK_TEST_FAIL("TK_TEST_DATABASE_URL is not set (tests/run.sh starts a cluster and sets it)");
-    tk_log_set_level(TK_LOG_ERROR);
+    char t[48];
+    snprintf(t, sizeof t, "utopia_%s", tag);
+    tk_test_fresh_db(t, dburl, sizeof dburl);
     tk_httpc_global_init();
-    PGconn *c = PQconnectdb(b);
-    char name[64], sql[160];
-    snprintf(name, sizeof name, "tk_utopia_%s_%d", tag, getpid());
-    PQclear(PQexec(c, "SET client_min_messages = warning"));
-    snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS %s", name);
-    PQclear(PQexec(c, sql));
-    snprintf(sql, sizeof sql, "CREATE DATABASE %s", name);
-    PQclear(PQexec(c, sql));
-    PQfinish(c);
-    snprintf(dburl, sizeof dburl, "%s", b);
-    char *q = strchr(dburl, '?');
-    char tail[256] = "";
-    if (q) {
-        snprintf(tail, sizeof tail, "%s", q);
-        *q = 0;
-    }
-    char *slash = strrchr(dburl, '/');
-    snprintf(slash + 1, sizeof dburl - (size_t)(slash + 1 - dburl), "%s%s", name, tail);
-    c = PQconnectdb(dburl);
+    PGconn *c = PQconnectdb(dburl);
     CHECK(PQstatus(c) == CONNECTION_OK);
     PQclear(PQexec(c, "SET client_min_messages = warning"));
     int applied;

@@ -8,6 +8,7 @@
 #include "lib/log.h"
 #include "lib/pg.h"
 #include "tk_test.h"
+#include "tk_test_pg.h"
 #include "utopia_corpus.h"
 
 extern const struct tk_embed_file tk_embed_sql[];
@@ -20,33 +21,9 @@ static utopia U;
 
 static void fresh_db(const char *tag)
 {
-    const char *base = getenv("TK_TEST_DATABASE_URL");
-    if (!base || !*base)
-        TK_TEST_FAIL("TK_TEST_DATABASE_URL is not set (tests/run.sh starts a cluster and sets it)");
-    tk_log_set_level(TK_LOG_ERROR);
-    PGconn *c = PQconnectdb(base);
-    if (PQstatus(c) != CONNECTION_OK)
-        TK_TEST_FAIL("connect %s: %s", base, PQerrorMessage(c));
-    char name[64], sql[160];
-    snprintf(name, sizeof name, "tk_utopia_%s_%d", tag, getpid());
-    PQclear(PQexec(c, "SET client_min_messages = warning"));
-    snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS %s", name);
-    PQclear(PQexec(c, sql));
-    snprintf(sql, sizeof sql, "CREATE DATABASE %s", name);
-    PGresult *r = PQexec(c, sql);
-    if (!tk_pg_ok(r))
-        TK_TEST_FAIL("%s: %s", sql, PQresultErrorMessage(r));
-    PQclear(r);
-    PQfinish(c);
-    snprintf(dburl, sizeof dburl, "%s", base);
-    char *q = strchr(dburl, '?');
-    char tail[256] = "";
-    if (q) {
-        snprintf(tail, sizeof tail, "%s", q);
-        *q = 0;
-    }
-    char *slash = strrchr(dburl, '/');
-    snprintf(slash + 1, sizeof dburl - (size_t)(slash + 1 - dburl), "%s%s", name, tail);
+    char t[48];
+    snprintf(t, sizeof t, "utopia_%s", tag);
+    tk_test_fresh_db(t, dburl, sizeof dburl);
 }
 
 static PGconn *setup(const char *tag)

@@ -3,42 +3,17 @@
 #include <sys/wait.h>
 
 #include "lib/log.h"
+#include "lib/migrate.h"
 #include "lib/pg.h"
 #include "tk_test.h"
+#include "tk_test_pg.h"
 
 static char dburl[512];
 
 /* A fresh database for this test; its URL in dburl. */
 static void fresh_db(const char *tag)
 {
-    const char *base = getenv("TK_TEST_DATABASE_URL");
-    if (!base || !*base)
-        TK_TEST_FAIL("TK_TEST_DATABASE_URL is not set (tests/run.sh starts a cluster and sets it)");
-    tk_log_set_level(TK_LOG_ERROR);
-    PGconn *c = PQconnectdb(base);
-    if (PQstatus(c) != CONNECTION_OK)
-        TK_TEST_FAIL("connect %s: %s", base, PQerrorMessage(c));
-    char name[64], sql[160];
-    snprintf(name, sizeof name, "tk_%s_%d", tag, getpid());
-    PQclear(PQexec(c, "SET client_min_messages = warning"));
-    snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS %s", name);
-    PQclear(PQexec(c, sql));
-    snprintf(sql, sizeof sql, "CREATE DATABASE %s", name);
-    PGresult *r = PQexec(c, sql);
-    if (!tk_pg_ok(r))
-        TK_TEST_FAIL("%s: %s", sql, PQresultErrorMessage(r));
-    PQclear(r);
-    PQfinish(c);
-    /* same server, other database: replace the path's last segment */
-    snprintf(dburl, sizeof dburl, "%s", base);
-    char *q = strchr(dburl, '?');
-    char tail[256] = "";
-    if (q) {
-        snprintf(tail, sizeof tail, "%s", q);
-        *q = 0;
-    }
-    char *slash = strrchr(dburl, '/');
-    snprintf(slash + 1, sizeof dburl - (size_t)(slash + 1 - dburl), "%s%s", name, tail);
+    tk_test_fresh_db(tag, dburl, sizeof dburl);
 }
 
 TEST(pg_pool_query_and_exhaustion)
@@ -113,21 +88,174 @@ TEST(pg_migrations_apply_once_in_order)
     PQfinish(c);
 }
 
-TEST(pg_failed_migration_rolls_back_everything)
+static const unsigned char fixed[] = "CREATE TABLE c (id int);";
+static const struct tk_embed_file repaired[] = {
+    {"0001_a.sql", m1, sizeof m1 - 1}, {"0002_bad.sql", fixed, sizeof fixed - 1}, {NULL, NULL, 0}};
+
+static PGresult *q1(PGconn *c, const char *sql)
+{
+    PGresult *r = PQexec(c, sql);
+    if (!tk_pg_ok(r))
+        TK_TEST_FAIL("%s: %s", sql, PQresultErrorMessage(r));
+    return r;
+}
+
+static void check_one(PGconn *c, const char *sql, const char *want)
+{
+    PGresult *r = q1(c, sql);
+    CHECK_STR(PQgetvalue(r, 0, 0), want);
+    PQclear(r);
+}
+
+TEST(pg_failed_migration_keeps_those_before_it)
 {
     fresh_db("bad");
     PGconn *c = PQconnectdb(dburl);
     int applied;
     char err[512];
     CHECK(tk_pg_migrate(c, broken, &applied, err, sizeof err) == TK_ERROR);
-    CHECK_INT(applied, ==, 0);
+    CHECK_INT(applied, ==, 1);
     CHECK(strstr(err, "0002_bad.sql") != NULL);
-    /* not even the good first migration was kept */
-    PGresult *r =
-        PQexec(c, "SELECT to_regclass('a') IS NULL, to_regclass('schema_migrations') IS NULL");
-    CHECK_STR(PQgetvalue(r, 0, 0), "t");
-    CHECK_STR(PQgetvalue(r, 0, 1), "t");
-    PQclear(r);
+    CHECK(strstr(err, "syntax error") != NULL);
+    /* each migration is its own transaction: the first is applied and
+     * recorded, nothing of the failed one is there */
+    check_one(c, "SELECT string_agg(version, ',') FROM schema_migrations", "0001_a.sql");
+    check_one(c, "SELECT to_regclass('a') IS NOT NULL AND to_regclass('c') IS NULL", "t");
+    CHECK(PQtransactionStatus(c) == PQTRANS_IDLE);
+    /* mended, a second run goes on from there */
+    CHECK(tk_pg_migrate(c, repaired, &applied, err, sizeof err) == TK_OK);
+    CHECK_INT(applied, ==, 1);
+    check_one(c, "SELECT string_agg(version, ',' ORDER BY version) FROM schema_migrations",
+              "0001_a.sql,0002_bad.sql");
+    PQfinish(c);
+}
+
+static const unsigned char commits[] = "CREATE TABLE d (id int);\n-- done\n  commit ;";
+static const unsigned char body_begin[] =
+    "CREATE FUNCTION f() RETURNS int LANGUAGE plpgsql AS $fn$ BEGIN RETURN 1; END $fn$;\n"
+    "/* BEGIN; */ SELECT 'COMMIT; ' AS \"begin\"; -- ROLLBACK;\nSELECT $$ END; $$;";
+
+TEST(pg_migration_that_controls_its_transaction_is_refused)
+{
+    char w[16];
+    CHECK(tk_migrate_transaction_control((const char *)commits, sizeof commits - 1, w, sizeof w));
+    CHECK_STR(w, "COMMIT");
+    /* BEGIN in a function body, a comment, a string or an identifier is not one */
+    CHECK(!tk_migrate_transaction_control((const char *)body_begin, sizeof body_begin - 1, w,
+                                          sizeof w));
+    const char *v = "CREATE TABLE x (id int); VACUUM x;";
+    CHECK(tk_migrate_transaction_control(v, strlen(v), w, sizeof w));
+    CHECK_STR(w, "VACUUM");
+
+    fresh_db("ctl");
+    PGconn *c = PQconnectdb(dburl);
+    const struct tk_embed_file files[] = {{"0001_ctl.sql", commits, sizeof commits - 1},
+                                          {NULL, NULL, 0}};
+    int applied;
+    char err[512];
+    CHECK(tk_pg_migrate(c, files, &applied, err, sizeof err) == TK_ERROR);
+    CHECK(strstr(err, "0001_ctl.sql has a COMMIT statement") != NULL);
+    /* refused before it ran: nothing of it was committed */
+    check_one(c, "SELECT to_regclass('d') IS NULL", "t");
+    const struct tk_embed_file ok[] = {{"0001_f.sql", body_begin, sizeof body_begin - 1},
+                                       {NULL, NULL, 0}};
+    CHECK(tk_pg_migrate(c, ok, &applied, err, sizeof err) == TK_OK);
+    check_one(c, "SELECT f()", "1");
+    PQfinish(c);
+}
+
+static const unsigned char big_table[] = "CREATE TABLE big (x int);";
+static const unsigned char big_index[] =
+    "-- An index on a table that may be large.\n-- locks: big\nCREATE INDEX big_x ON big (x);";
+
+TEST(pg_locking_migration_waits_for_tusko_migrate_when_the_table_is_large)
+{
+    fresh_db("locks");
+    PGconn *c = PQconnectdb(dburl);
+    const struct tk_embed_file one[] = {{"0001_big.sql", big_table, sizeof big_table - 1},
+                                        {NULL, NULL, 0}};
+    const struct tk_embed_file two[] = {{"0001_big.sql", big_table, sizeof big_table - 1},
+                                        {"0002_big_x.sql", big_index, sizeof big_index - 1},
+                                        {NULL, NULL, 0}};
+    char names[TK_MIGRATE_MAX_LOCKS][TK_MIGRATE_NAME_MAX];
+    CHECK_INT(tk_migrate_locks(&two[1], names), ==, 1);
+    CHECK_STR(names[0], "big");
+    CHECK_INT(tk_migrate_locks(&two[0], names), ==, 0);
+    int applied;
+    char err[512];
+    CHECK(tk_pg_migrate(c, one, &applied, err, sizeof err) == TK_OK);
+    /* small: start-up applies it as it would any other */
+    char sql[128];
+    snprintf(sql, sizeof sql, "INSERT INTO big SELECT g FROM generate_series(1, %d) g",
+             TK_MIGRATE_SMALL_ROWS);
+    PQclear(q1(c, sql));
+    tk_migrate_opts start = {.at_start = 1, .lock_timeout_ms = 1000};
+    CHECK(tk_migrate(c, two, &start, &applied, err, sizeof err) == TK_OK);
+    CHECK_INT(applied, ==, 1);
+    PQclear(q1(c, "DROP INDEX big_x"));
+    PQclear(q1(c, "DELETE FROM schema_migrations WHERE version = '0002_big_x.sql'"));
+    /* one row more: start-up refuses, naming the migration, the table and what to do */
+    PQclear(q1(c, "INSERT INTO big VALUES (0)"));
+    CHECK(tk_migrate(c, two, &start, &applied, err, sizeof err) == TK_EDENIED);
+    CHECK_INT(applied, ==, 0);
+    CHECK(strstr(err, "0002_big_x.sql locks table big") != NULL);
+    CHECK(strstr(err, "Run `tusko migrate` first") != NULL);
+    check_one(c, "SELECT to_regclass('big_x') IS NULL", "t");
+    tk_migration_state st[2];
+    CHECK_INT(tk_migrate_status(c, two, st, err, sizeof err), ==, 2);
+    CHECK(st[0].applied && !st[1].applied);
+    CHECK_INT(st[1].nlocks, ==, 1);
+    CHECK_INT(st[1].rows[0], ==, TK_MIGRATE_SMALL_ROWS + 1);
+    /* tusko migrate applies it */
+    CHECK(tk_pg_migrate(c, two, &applied, err, sizeof err) == TK_OK);
+    CHECK_INT(applied, ==, 1);
+    check_one(c, "SELECT to_regclass('big_x') IS NOT NULL", "t");
+    /* the lock is given back: another session takes it at once */
+    check_one(c, "SELECT pg_try_advisory_lock(x'7461736b6f01'::bigint)", "t");
+    PQfinish(c);
+}
+
+static const unsigned char slow[] =
+    "CREATE TABLE s (id int);\n"
+    "SELECT pg_sleep(CASE WHEN (SELECT count(*) FROM a) = 0 THEN 60 ELSE 0 END);";
+
+TEST(pg_migrate_killed_half_way_runs_again)
+{
+    fresh_db("kill");
+    const struct tk_embed_file files[] = {{"0001_a.sql", m1, sizeof m1 - 1},
+                                          {"0002_slow.sql", slow, sizeof slow - 1},
+                                          {NULL, NULL, 0}};
+    pid_t pid = fork();
+    if (pid == 0) {
+        PGconn *c = PQconnectdb(dburl);
+        int applied;
+        char err[512];
+        tk_pg_migrate(c, files, &applied, err, sizeof err);
+        _exit(0);
+    }
+    PGconn *c = PQconnectdb(dburl);
+    /* until the second migration sleeps: the first is committed by then */
+    for (int i = 0;; i++) {
+        PGresult *r = q1(c, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE "
+                            "'%pg_sleep(CASE%' AND pid <> pg_backend_pid()");
+        int n = atoi(PQgetvalue(r, 0, 0));
+        PQclear(r);
+        if (n > 0)
+            break;
+        CHECK_INT(i, <, 200);
+        usleep(25000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    PQclear(q1(c, "INSERT INTO a VALUES (1)")); /* so the next run does not sleep */
+    int applied;
+    char err[512];
+    /* the killed run's backend notices within seconds and rolls back, freeing
+     * the lock; the rerun applies only what is missing */
+    CHECK(tk_pg_migrate(c, files, &applied, err, sizeof err) == TK_OK);
+    CHECK_INT(applied, ==, 1);
+    check_one(c, "SELECT string_agg(version, ',' ORDER BY version) FROM schema_migrations",
+              "0001_a.sql,0002_slow.sql");
     PQfinish(c);
 }
 
