@@ -10,7 +10,7 @@
 #include "lib/pathsafe.h"
 
 typedef struct {
-    tk_ws ws;                /* the workspace root (opened once) */
+    tk_pathsafe ws;          /* the workspace root (opened once) */
     const char *python;      /* interpreter for code contexts */
     int64_t max_commands;    /* concurrently running commands (foreground + background) */
     int64_t max_sessions;    /* live bash sessions */

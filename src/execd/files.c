@@ -25,22 +25,22 @@
 #define REPLACE_MAX_OUT    (256u << 20)
 #define RMTREE_MAX_DEPTH   512
 
-static const tk_ws *ws(void)
+static const tk_pathsafe *ws(void)
 {
     return &execd_cfg.ws;
 }
 
 static void display(const char *rel, char *out, size_t outlen)
 {
-    tk_ws_display(ws(), rel, out, outlen);
+    tk_pathsafe_display(ws(), rel, out, outlen);
 }
 
 /* The directory holding rel's leaf. Responds and returns -1 on failure. */
 static int parent(tk_req *r, const char *rel, unsigned flags, int *dfd, char *leaf)
 {
     char why[512];
-    tk_status st =
-        tk_ws_open_parent(ws(), rel, flags, dfd, leaf, TK_WS_NAME_MAX + 1, why, sizeof why);
+    tk_status st = tk_pathsafe_open_parent(ws(), rel, flags, dfd, leaf, TK_PATHSAFE_NAME_MAX + 1,
+                                           why, sizeof why);
     if (st == TK_OK)
         return 0;
     execd_fs_fail(r, st, why);
@@ -63,21 +63,23 @@ void execd_files_info(tk_req *r, void *ud)
     size_t n = execd_fs_query_all(r, "path", paths, MAX_PATHS);
     json_t *out = json_object();
     for (size_t i = 0; i < n; i++) {
-        char rel[TK_WS_PATH_MAX], disp[TK_WS_PATH_MAX + 8], leaf[TK_WS_NAME_MAX + 1], why[512];
+        char rel[TK_PATHSAFE_PATH_MAX], disp[TK_PATHSAFE_PATH_MAX + 8],
+            leaf[TK_PATHSAFE_NAME_MAX + 1], why[512];
         if (execd_fs_rel(r, paths[i], strlen(paths[i]), rel) != 0)
             goto fail;
         display(rel, disp, sizeof disp);
         int dfd;
         json_t *info;
         if (!*rel) {
-            tk_status st = tk_ws_open(ws(), "", O_PATH | O_DIRECTORY, 0, 0, &dfd, why, sizeof why);
+            tk_status st =
+                tk_pathsafe_open(ws(), "", O_PATH | O_DIRECTORY, 0, 0, &dfd, why, sizeof why);
             if (st != TK_OK) {
                 execd_fs_fail(r, st, why);
                 goto fail;
             }
             info = execd_fs_info_at(dfd, "", disp);
         } else {
-            if (parent(r, rel, TK_WS_FOLLOW, &dfd, leaf) != 0)
+            if (parent(r, rel, TK_PATHSAFE_FOLLOW, &dfd, leaf) != 0)
                 goto fail;
             info = execd_fs_info_at(dfd, leaf, disp);
         }
@@ -103,7 +105,7 @@ void execd_files_delete(tk_req *r, void *ud)
     const char *paths[MAX_PATHS];
     size_t n = execd_fs_query_all(r, "path", paths, MAX_PATHS);
     for (size_t i = 0; i < n; i++) {
-        char rel[TK_WS_PATH_MAX], leaf[TK_WS_NAME_MAX + 1], why[512];
+        char rel[TK_PATHSAFE_PATH_MAX], leaf[TK_PATHSAFE_NAME_MAX + 1], why[512];
         if (execd_fs_rel(r, paths[i], strlen(paths[i]), rel) != 0)
             return;
         if (!*rel) {
@@ -111,7 +113,8 @@ void execd_files_delete(tk_req *r, void *ud)
             return;
         }
         int dfd;
-        tk_status st = tk_ws_open_parent(ws(), rel, 0, &dfd, leaf, sizeof leaf, why, sizeof why);
+        tk_status st =
+            tk_pathsafe_open_parent(ws(), rel, 0, &dfd, leaf, sizeof leaf, why, sizeof why);
         if (st == TK_ENOENT)
             continue; /* as upstream: deleting what is not there succeeds */
         if (st != TK_OK) {
@@ -160,7 +163,7 @@ void execd_files_permissions(tk_req *r, void *ud)
     json_t *v;
     json_object_foreach(j, path, v)
     {
-        char rel[TK_WS_PATH_MAX], why[512], err[300];
+        char rel[TK_PATHSAFE_PATH_MAX], why[512], err[300];
         if (execd_fs_rel(r, path, strlen(path), rel) != 0)
             return;
         execd_perm p;
@@ -169,7 +172,7 @@ void execd_files_permissions(tk_req *r, void *ud)
             return;
         }
         int fd;
-        tk_status st = tk_ws_open(ws(), rel, O_PATH, 0, 0, &fd, why, sizeof why);
+        tk_status st = tk_pathsafe_open(ws(), rel, O_PATH, 0, 0, &fd, why, sizeof why);
         if (st != TK_OK) {
             execd_fs_fail(r, st, why);
             return;
@@ -205,8 +208,8 @@ void execd_files_mv(tk_req *r, void *ud)
                              "item %zu: src and dest are required strings", i);
             return;
         }
-        char srel[TK_WS_PATH_MAX], drel[TK_WS_PATH_MAX];
-        char sleaf[TK_WS_NAME_MAX + 1], dleaf[TK_WS_NAME_MAX + 1];
+        char srel[TK_PATHSAFE_PATH_MAX], drel[TK_PATHSAFE_PATH_MAX];
+        char sleaf[TK_PATHSAFE_NAME_MAX + 1], dleaf[TK_PATHSAFE_NAME_MAX + 1];
         if (execd_fs_rel(r, src, sl, srel) != 0 || execd_fs_rel(r, dst, dl, drel) != 0)
             return;
         if (!*srel || !*drel) {
@@ -222,7 +225,7 @@ void execd_files_mv(tk_req *r, void *ud)
             tk_respond_error(r, 404, "FILE_NOT_FOUND", "source path not found: %s", src);
             return;
         }
-        if (parent(r, drel, TK_WS_MKDIRS, &dfd, dleaf) != 0) {
+        if (parent(r, drel, TK_PATHSAFE_MKDIRS, &dfd, dleaf) != 0) {
             close(sfd);
             return;
         }
@@ -311,7 +314,7 @@ static void search_walk(walk_ctx *w, int dfd, const char *rel, int depth)
             w->truncated = 1;
             break;
         }
-        char crel[TK_WS_PATH_MAX];
+        char crel[TK_PATHSAFE_PATH_MAX];
         if ((size_t)snprintf(crel, sizeof crel, "%s%s%s", rel, *rel ? "/" : "", names[i]) >=
             sizeof crel)
             continue;
@@ -328,7 +331,7 @@ static void search_walk(walk_ctx *w, int dfd, const char *rel, int depth)
         }
         const char *subject = w->on_path ? crel : names[i];
         if (w->all || fnmatch(w->pattern, subject, 0) == 0) {
-            char disp[TK_WS_PATH_MAX + 8];
+            char disp[TK_PATHSAFE_PATH_MAX + 8];
             display(crel, disp, sizeof disp);
             json_t *info = execd_fs_info_at(dfd, names[i], disp);
             if (info)
@@ -365,12 +368,12 @@ void execd_files_search(tk_req *r, void *ud)
         tk_respond_error(r, 400, "INVALID_REQUEST_BODY", "pattern is longer than 1024 bytes");
         return;
     }
-    char rel[TK_WS_PATH_MAX], why[512], pat[1100];
+    char rel[TK_PATHSAFE_PATH_MAX], why[512], pat[1100];
     if (execd_fs_rel(r, path, strlen(path), rel) != 0)
         return;
     int fd;
-    tk_status st =
-        tk_ws_open(ws(), rel, O_RDONLY | O_DIRECTORY, 0, TK_WS_FOLLOW, &fd, why, sizeof why);
+    tk_status st = tk_pathsafe_open(ws(), rel, O_RDONLY | O_DIRECTORY, 0, TK_PATHSAFE_FOLLOW, &fd,
+                                    why, sizeof why);
     if (st != TK_OK) {
         if (errno == ENOTDIR)
             tk_respond_error(r, 400, "INVALID_PATH", "not a directory: %s", path);
@@ -402,7 +405,7 @@ static void list_walk(walk_ctx *w, int dfd, const char *rel, int depth, int max_
             w->truncated = 1;
             break;
         }
-        char crel[TK_WS_PATH_MAX], disp[TK_WS_PATH_MAX + 8];
+        char crel[TK_PATHSAFE_PATH_MAX], disp[TK_PATHSAFE_PATH_MAX + 8];
         if ((size_t)snprintf(crel, sizeof crel, "%s%s%s", rel, *rel ? "/" : "", names[i]) >=
             sizeof crel)
             continue;
@@ -437,19 +440,20 @@ void execd_dirs_list(tk_req *r, void *ud)
                          "invalid query parameter 'depth': a non-negative integer");
         return;
     }
-    char rel[TK_WS_PATH_MAX], why[512], leaf[TK_WS_NAME_MAX + 1];
+    char rel[TK_PATHSAFE_PATH_MAX], why[512], leaf[TK_PATHSAFE_NAME_MAX + 1];
     if (execd_fs_rel(r, path, strlen(path), rel) != 0)
         return;
     int fd = -1;
     if (!*rel) {
-        tk_status st = tk_ws_open(ws(), "", O_RDONLY | O_DIRECTORY, 0, 0, &fd, why, sizeof why);
+        tk_status st =
+            tk_pathsafe_open(ws(), "", O_RDONLY | O_DIRECTORY, 0, 0, &fd, why, sizeof why);
         if (st != TK_OK) {
             execd_fs_fail(r, st, why);
             return;
         }
     } else {
         int dfd;
-        if (parent(r, rel, TK_WS_FOLLOW, &dfd, leaf) != 0)
+        if (parent(r, rel, TK_PATHSAFE_FOLLOW, &dfd, leaf) != 0)
             return;
         struct stat sb;
         if (fstatat(dfd, leaf, &sb, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -501,7 +505,7 @@ void execd_dirs_make(tk_req *r, void *ud)
     json_t *v;
     json_object_foreach(j, path, v)
     {
-        char rel[TK_WS_PATH_MAX], why[512], err[300], leaf[TK_WS_NAME_MAX + 1];
+        char rel[TK_PATHSAFE_PATH_MAX], why[512], err[300], leaf[TK_PATHSAFE_NAME_MAX + 1];
         if (execd_fs_rel(r, path, strlen(path), rel) != 0)
             return;
         execd_perm p;
@@ -511,7 +515,7 @@ void execd_dirs_make(tk_req *r, void *ud)
         }
         if (*rel) {
             int dfd;
-            if (parent(r, rel, TK_WS_MKDIRS, &dfd, leaf) != 0)
+            if (parent(r, rel, TK_PATHSAFE_MKDIRS, &dfd, leaf) != 0)
                 return;
             int rc = mkdirat(dfd, leaf, 0755);
             int e = errno;
@@ -522,7 +526,8 @@ void execd_dirs_make(tk_req *r, void *ud)
             }
         }
         int fd;
-        tk_status st = tk_ws_open(ws(), rel, O_PATH | O_DIRECTORY, 0, 0, &fd, why, sizeof why);
+        tk_status st =
+            tk_pathsafe_open(ws(), rel, O_PATH | O_DIRECTORY, 0, 0, &fd, why, sizeof why);
         if (st != TK_OK) {
             if (errno == ENOTDIR)
                 tk_respond_error(r, 400, "INVALID_PATH", "%s exists and is not a directory", path);
@@ -590,7 +595,7 @@ void execd_dirs_remove(tk_req *r, void *ud)
     const char *paths[MAX_PATHS];
     size_t n = execd_fs_query_all(r, "path", paths, MAX_PATHS);
     for (size_t i = 0; i < n; i++) {
-        char rel[TK_WS_PATH_MAX], leaf[TK_WS_NAME_MAX + 1], why[512];
+        char rel[TK_PATHSAFE_PATH_MAX], leaf[TK_PATHSAFE_NAME_MAX + 1], why[512];
         if (execd_fs_rel(r, paths[i], strlen(paths[i]), rel) != 0)
             return;
         if (!*rel) {
@@ -599,7 +604,8 @@ void execd_dirs_remove(tk_req *r, void *ud)
             return;
         }
         int dfd;
-        tk_status st = tk_ws_open_parent(ws(), rel, 0, &dfd, leaf, sizeof leaf, why, sizeof why);
+        tk_status st =
+            tk_pathsafe_open_parent(ws(), rel, 0, &dfd, leaf, sizeof leaf, why, sizeof why);
         if (st == TK_ENOENT)
             continue;
         if (st != TK_OK) {
@@ -709,7 +715,7 @@ void execd_files_replace(tk_req *r, void *ud)
         }
         const char *old = json_string_value(jo), *nw = json_string_value(jn);
         size_t ol = json_string_length(jo), nl = json_string_length(jn);
-        char rel[TK_WS_PATH_MAX], leaf[TK_WS_NAME_MAX + 1];
+        char rel[TK_PATHSAFE_PATH_MAX], leaf[TK_PATHSAFE_NAME_MAX + 1];
         if (execd_fs_rel(r, path, strlen(path), rel) != 0)
             goto out;
         if (!*rel) {
@@ -900,12 +906,12 @@ void execd_files_download(tk_req *r, void *ud)
         tk_respond_error(r, 400, "MISSING_QUERY", "missing query parameter 'path'");
         return;
     }
-    char rel[TK_WS_PATH_MAX], why[512];
+    char rel[TK_PATHSAFE_PATH_MAX], why[512];
     if (execd_fs_rel(r, path, strlen(path), rel) != 0)
         return;
     int fd;
-    tk_status st =
-        tk_ws_open(ws(), rel, O_RDONLY | O_NONBLOCK, 0, TK_WS_FOLLOW, &fd, why, sizeof why);
+    tk_status st = tk_pathsafe_open(ws(), rel, O_RDONLY | O_NONBLOCK, 0, TK_PATHSAFE_FOLLOW, &fd,
+                                    why, sizeof why);
     if (st != TK_OK) {
         execd_fs_fail(r, st, why);
         return;

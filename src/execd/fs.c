@@ -18,7 +18,8 @@
 int execd_fs_rel(tk_req *r, const char *path, size_t len, char *rel)
 {
     char why[512];
-    if (tk_ws_rel(&execd_cfg.ws, path, len, rel, TK_WS_PATH_MAX, why, sizeof why) == TK_OK)
+    if (tk_pathsafe_rel(&execd_cfg.ws, path, len, rel, TK_PATHSAFE_PATH_MAX, why, sizeof why) ==
+        TK_OK)
         return 0;
     /* The path itself may be what broke the rule: show it escaped and short. */
     json_t *shown = execd_json_text(path, len > 200 ? 200 : len);

@@ -18,11 +18,11 @@
 #include "lib/httpd.h"
 #include "lib/pathsafe.h"
 
-/* Checks a request path (len bytes) into rel (TK_WS_PATH_MAX). On a refusal
+/* Checks a request path (len bytes) into rel (TK_PATHSAFE_PATH_MAX). On a refusal
  * responds 400 INVALID_PATH naming the rule and returns -1. */
 int execd_fs_rel(tk_req *r, const char *path, size_t len, char *rel);
 
-/* Answers for a tk_ws_* failure: 400 (a rule), 404 (missing) or 500. */
+/* Answers for a tk_pathsafe_* failure: 400 (a rule), 404 (missing) or 500. */
 void execd_fs_fail(tk_req *r, tk_status st, const char *why);
 
 /* Every value of a repeated query parameter (?path=a&path=b), decoded, into

@@ -665,7 +665,7 @@ execd_kernel *execd_kernel_start(const char *tag, char *err, size_t errlen)
     json_decref(extra);
     int root = -1;
     char why[256];
-    tk_ws_open(&execd_cfg.ws, "", O_PATH | O_DIRECTORY, 0, 0, &root, why, sizeof why);
+    tk_pathsafe_open(&execd_cfg.ws, "", O_PATH | O_DIRECTORY, 0, 0, &root, why, sizeof why);
     char *argv[] = {(char *)execd_cfg.python, "-m", "ipykernel_launcher", "-f", k->conn_file,
                     "--colors=NoColor",       NULL};
     execd_spawn_opts so = {

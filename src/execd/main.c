@@ -117,7 +117,7 @@ int main(int argc, char **argv)
         return 2;
     }
     char err[512];
-    if (tk_ws_init(&execd_cfg.ws, opt_workspace, err, sizeof err) != TK_OK) {
+    if (tk_pathsafe_init(&execd_cfg.ws, opt_workspace, err, sizeof err) != TK_OK) {
         fprintf(stderr, "tusko-execd: EXECD_WORKSPACE: %s\n", err);
         return 2;
     }
@@ -191,7 +191,7 @@ int main(int argc, char **argv)
     execd_code_shutdown();
     execd_metrics_shutdown();
     tk_httpd_stop(h);
-    tk_ws_close(&execd_cfg.ws);
+    tk_pathsafe_close(&execd_cfg.ws);
     tk_config_free(settings, TK_ARRAY_LEN(settings));
     return 0;
 }

@@ -177,8 +177,8 @@ static tk_status shell_start(sess *s, int cwd_fd, char *err, size_t errlen)
     int root = -1;
     if (cwd_fd < 0) {
         char why[256];
-        if (tk_ws_open(&execd_cfg.ws, "", O_PATH | O_DIRECTORY, 0, 0, &root, why, sizeof why) !=
-            TK_OK) {
+        if (tk_pathsafe_open(&execd_cfg.ws, "", O_PATH | O_DIRECTORY, 0, 0, &root, why,
+                             sizeof why) != TK_OK) {
             snprintf(err, errlen, "%s", why);
             goto out;
         }
@@ -750,10 +750,10 @@ void execd_session_run(tk_req *r, void *ud)
             return;
         }
         close(fd);
-        char rel[TK_WS_PATH_MAX], why[256], disp[TK_WS_PATH_MAX + 8];
-        tk_ws_rel(&execd_cfg.ws, json_string_value(cv), json_string_length(cv), rel, sizeof rel,
-                  why, sizeof why);
-        tk_ws_display(&execd_cfg.ws, rel, disp, sizeof disp);
+        char rel[TK_PATHSAFE_PATH_MAX], why[256], disp[TK_PATHSAFE_PATH_MAX + 8];
+        tk_pathsafe_rel(&execd_cfg.ws, json_string_value(cv), json_string_length(cv), rel,
+                        sizeof rel, why, sizeof why);
+        tk_pathsafe_display(&execd_cfg.ws, rel, disp, sizeof disp);
         cwd = tk_strdup(disp);
     }
     pthread_mutex_lock(&s_lock);

@@ -35,11 +35,11 @@ typedef struct {
     int part;
     tk_buf meta;
     int have_meta;
-    char rel[TK_WS_PATH_MAX];
+    char rel[TK_PATHSAFE_PATH_MAX];
     execd_perm perm;
     int dfd, fd;
     char tmp[64];
-    char leaf[TK_WS_NAME_MAX + 1];
+    char leaf[TK_PATHSAFE_NAME_MAX + 1];
     size_t files;
     uint64_t bytes;
     int http;
@@ -106,8 +106,8 @@ static int on_begin(void *ud, const execd_mp_part *p, char *err, size_t errlen)
                       "a metadata part naming its path)%s%s",
                       "", NULL);
     char why[512];
-    tk_status st = tk_ws_open_parent(&execd_cfg.ws, u->rel, TK_WS_MKDIRS, &u->dfd, u->leaf,
-                                     sizeof u->leaf, why, sizeof why);
+    tk_status st = tk_pathsafe_open_parent(&execd_cfg.ws, u->rel, TK_PATHSAFE_MKDIRS, &u->dfd,
+                                           u->leaf, sizeof u->leaf, why, sizeof why);
     if (st != TK_OK) {
         u->dfd = -1;
         return refuse(u,
@@ -173,8 +173,8 @@ static int end_meta(upload *u, char *err, size_t errlen)
                       "", NULL);
     }
     char why[512];
-    if (tk_ws_rel(&execd_cfg.ws, json_string_value(pv), json_string_length(pv), u->rel,
-                  sizeof u->rel, why, sizeof why) != TK_OK) {
+    if (tk_pathsafe_rel(&execd_cfg.ws, json_string_value(pv), json_string_length(pv), u->rel,
+                        sizeof u->rel, why, sizeof why) != TK_OK) {
         json_t *shown = json_stringn(json_string_value(pv), TK_MIN(json_string_length(pv), 200));
         char *s = shown ? tk_json_dumps(shown) : tk_strdup("\"?\"");
         if (shown)

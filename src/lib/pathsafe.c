@@ -15,7 +15,7 @@
 static int force_walk;
 static int no_openat2; /* set once openat2 answered ENOSYS */
 
-void tk_ws_force_walk(int on)
+void tk_pathsafe_force_walk(int on)
 {
     force_walk = on;
 }
@@ -57,7 +57,7 @@ static int split(const char *s, size_t len, const char **comp, size_t *clen, int
     return n;
 }
 
-#define MAX_COMPS (TK_WS_PATH_MAX / 2 + 1)
+#define MAX_COMPS (TK_PATHSAFE_PATH_MAX / 2 + 1)
 
 /* Matches the leading components of the path against an absolute root; returns
  * how many components the root has, or -1 when the path is not under it. */
@@ -81,15 +81,16 @@ static int match_root(const char *root, const char **comp, const size_t *clen, i
     return k;
 }
 
-tk_status tk_ws_rel(const tk_ws *ws, const char *path, size_t len, char *rel, size_t rellen,
-                    char *why, size_t whylen)
+/* The lexical rules against root (normalised) or its realpath real (or ""). */
+static tk_status lexical(const char *root, const char *real, const char *path, size_t len,
+                         unsigned flags, char *rel, size_t rellen, char *why, size_t whylen)
 {
     if (rellen)
         rel[0] = '\0';
     if (!path || len == 0)
         DENY("the path is empty");
-    if (len > TK_WS_PATH_MAX)
-        DENY("the path is longer than %d bytes", TK_WS_PATH_MAX);
+    if (len > TK_PATHSAFE_PATH_MAX)
+        DENY("the path is longer than %d bytes", TK_PATHSAFE_PATH_MAX);
     for (size_t i = 0; i < len;) {
         unsigned char c = (unsigned char)path[i];
         if (c == 0)
@@ -119,18 +120,27 @@ tk_status tk_ws_rel(const tk_ws *ws, const char *path, size_t len, char *rel, si
         DENY("the path has too many components");
     int start = 0;
     if (path[0] == '/') {
-        start = match_root(ws->root, comp, clen, n);
-        if (start < 0 && ws->real[0])
-            start = match_root(ws->real, comp, clen, n);
+        size_t rl = strlen(root);
+        if (flags & TK_PATHSAFE_STRICT) /* the root as it is written, nothing else */
+            start = len >= rl && memcmp(path, root, rl) == 0 &&
+                            (len == rl || path[rl] == '/' || strcmp(root, "/") == 0)
+                        ? match_root(root, comp, clen, n)
+                        : -1;
+        else
+            start = match_root(root, comp, clen, n);
+        if (start < 0 && real[0] && !(flags & TK_PATHSAFE_STRICT))
+            start = match_root(real, comp, clen, n);
         if (start < 0)
-            DENY("the absolute path is outside the workspace %s", ws->root);
+            DENY("the absolute path is outside the workspace %s", root);
     }
     /* Resolve ".." lexically; it may never climb above the root. */
     int top = 0; /* components kept, compacted in place from index start */
     for (int i = start; i < n; i++) {
-        if (clen[i] > TK_WS_NAME_MAX)
-            DENY("a path component is longer than %d bytes", TK_WS_NAME_MAX);
+        if (clen[i] > TK_PATHSAFE_NAME_MAX)
+            DENY("a path component is longer than %d bytes", TK_PATHSAFE_NAME_MAX);
         if (clen[i] == 2 && comp[i][0] == '.' && comp[i][1] == '.') {
+            if (flags & TK_PATHSAFE_STRICT)
+                DENY("\"..\" is not allowed in a path");
             if (top == 0)
                 DENY("'..' climbs out of the workspace");
             top--;
@@ -155,6 +165,32 @@ tk_status tk_ws_rel(const tk_ws *ws, const char *path, size_t len, char *rel, si
     rel[o] = '\0';
     if (rel[0] == '~') /* "a/../~x" is as ambiguous as "~x" */
         DENY("the path starts with '~' (home directories are never expanded in paths)");
+    return TK_OK;
+}
+
+tk_status tk_pathsafe_rel(const tk_pathsafe *ws, const char *path, size_t len, char *rel,
+                          size_t rellen, char *why, size_t whylen)
+{
+    return lexical(ws->root, ws->real, path, len, 0, rel, rellen, why, whylen);
+}
+
+tk_status tk_pathsafe_check(const char *root, const char *path, size_t len, unsigned flags,
+                            char *out, size_t outlen, char *why, size_t whylen)
+{
+    if (outlen)
+        out[0] = '\0';
+    char rel[TK_PATHSAFE_PATH_MAX];
+    tk_status st = lexical(root, "", path, len, flags, rel, sizeof rel, why, whylen);
+    if (st != TK_OK)
+        return st;
+    int n = !*rel                    ? snprintf(out, outlen, "%s", root)
+            : strcmp(root, "/") == 0 ? snprintf(out, outlen, "/%s", rel)
+                                     : snprintf(out, outlen, "%s/%s", root, rel);
+    if (n < 0 || (size_t)n >= outlen) {
+        if (outlen)
+            out[0] = '\0';
+        DENY("the path is too long");
+    }
     return TK_OK;
 }
 
@@ -195,14 +231,14 @@ static int is_symlink_at(int dirfd, const char *name)
 
 /* Walks the first ncomp components of rel with O_NOFOLLOW, one directory at a
  * time, optionally creating them. */
-static tk_status walk(const tk_ws *ws, const char *rel, size_t upto, int mkdirs, int *out,
+static tk_status walk(const tk_pathsafe *ws, const char *rel, size_t upto, int mkdirs, int *out,
                       char *why, size_t whylen)
 {
     int cur = openat(ws->fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (cur < 0)
         return errno_status(errno, "", why, whylen);
     size_t i = 0;
-    char name[TK_WS_NAME_MAX + 1];
+    char name[TK_PATHSAFE_NAME_MAX + 1];
     while (i < upto) {
         size_t st = i;
         while (i < upto && rel[i] != '/')
@@ -210,7 +246,7 @@ static tk_status walk(const tk_ws *ws, const char *rel, size_t upto, int mkdirs,
         size_t l = i - st;
         if (i < upto)
             i++;
-        if (l == 0 || l > TK_WS_NAME_MAX) {
+        if (l == 0 || l > TK_PATHSAFE_NAME_MAX) {
             close(cur);
             snprintf(why, whylen, "path refused: malformed relative path");
             return TK_EDENIED;
@@ -250,8 +286,8 @@ static long sys_openat2(int dirfd, const char *path, struct open_how *how)
     return syscall(SYS_openat2, dirfd, path, how, sizeof *how);
 }
 
-tk_status tk_ws_open(const tk_ws *ws, const char *rel, int oflags, mode_t mode, unsigned flags,
-                     int *fd, char *why, size_t whylen)
+tk_status tk_pathsafe_open(const tk_pathsafe *ws, const char *rel, int oflags, mode_t mode,
+                           unsigned flags, int *fd, char *why, size_t whylen)
 {
     *fd = -1;
     if (!*rel) {
@@ -267,7 +303,7 @@ tk_status tk_ws_open(const tk_ws *ws, const char *rel, int oflags, mode_t mode, 
             .flags = (unsigned long long)(oflags | O_CLOEXEC),
             .mode = (oflags & (O_CREAT | O_TMPFILE)) ? mode : 0,
             .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS |
-                       ((flags & TK_WS_FOLLOW) ? 0 : RESOLVE_NO_SYMLINKS),
+                       ((flags & TK_PATHSAFE_FOLLOW) ? 0 : RESOLVE_NO_SYMLINKS),
         };
         for (int attempt = 0; attempt < 8; attempt++) {
             long f = sys_openat2(ws->fd, rel, &how);
@@ -296,10 +332,10 @@ tk_status tk_ws_open(const tk_ws *ws, const char *rel, int oflags, mode_t mode, 
         }
     }
     /* The walk: every directory opened with O_NOFOLLOW, then the leaf. Symlinks
-     * are refused even with TK_WS_FOLLOW (the safe side). */
+     * are refused even with TK_PATHSAFE_FOLLOW (the safe side). */
     int dirfd;
-    char leaf[TK_WS_NAME_MAX + 1];
-    tk_status st = tk_ws_open_parent(ws, rel, 0, &dirfd, leaf, sizeof leaf, why, whylen);
+    char leaf[TK_PATHSAFE_NAME_MAX + 1];
+    tk_status st = tk_pathsafe_open_parent(ws, rel, 0, &dirfd, leaf, sizeof leaf, why, whylen);
     if (st != TK_OK)
         return st;
     int f = openat(dirfd, leaf, oflags | O_NOFOLLOW | O_CLOEXEC, mode);
@@ -313,8 +349,8 @@ tk_status tk_ws_open(const tk_ws *ws, const char *rel, int oflags, mode_t mode, 
     return TK_OK;
 }
 
-tk_status tk_ws_open_parent(const tk_ws *ws, const char *rel, unsigned flags, int *dirfd,
-                            char *leaf, size_t leaflen, char *why, size_t whylen)
+tk_status tk_pathsafe_open_parent(const tk_pathsafe *ws, const char *rel, unsigned flags,
+                                  int *dirfd, char *leaf, size_t leaflen, char *why, size_t whylen)
 {
     *dirfd = -1;
     if (leaflen)
@@ -326,24 +362,25 @@ tk_status tk_ws_open_parent(const tk_ws *ws, const char *rel, unsigned flags, in
     const char *slash = strrchr(rel, '/');
     const char *name = slash ? slash + 1 : rel;
     size_t nl = strlen(name);
-    if (nl == 0 || nl >= leaflen || nl > TK_WS_NAME_MAX || strcmp(name, "..") == 0 ||
+    if (nl == 0 || nl >= leaflen || nl > TK_PATHSAFE_NAME_MAX || strcmp(name, "..") == 0 ||
         strcmp(name, ".") == 0) {
         snprintf(why, whylen, "path refused: malformed relative path");
         return TK_EDENIED;
     }
     size_t upto = slash ? (size_t)(slash - rel) : 0;
     tk_status st;
-    if ((flags & TK_WS_FOLLOW) && !(flags & TK_WS_MKDIRS) && upto > 0) {
-        char dir[TK_WS_PATH_MAX];
+    if ((flags & TK_PATHSAFE_FOLLOW) && !(flags & TK_PATHSAFE_MKDIRS) && upto > 0) {
+        char dir[TK_PATHSAFE_PATH_MAX];
         if (upto >= sizeof dir) {
             snprintf(why, whylen, "path refused: the path is too long");
             return TK_EDENIED;
         }
         memcpy(dir, rel, upto);
         dir[upto] = '\0';
-        st = tk_ws_open(ws, dir, O_PATH | O_DIRECTORY, 0, TK_WS_FOLLOW, dirfd, why, whylen);
+        st = tk_pathsafe_open(ws, dir, O_PATH | O_DIRECTORY, 0, TK_PATHSAFE_FOLLOW, dirfd, why,
+                              whylen);
     } else {
-        st = walk(ws, rel, upto, (flags & TK_WS_MKDIRS) != 0, dirfd, why, whylen);
+        st = walk(ws, rel, upto, (flags & TK_PATHSAFE_MKDIRS) != 0, dirfd, why, whylen);
     }
     if (st != TK_OK)
         return st;
@@ -353,7 +390,7 @@ tk_status tk_ws_open_parent(const tk_ws *ws, const char *rel, unsigned flags, in
 
 /* ---------- the root ---------- */
 
-tk_status tk_ws_init(tk_ws *ws, const char *root, char *err, size_t errlen)
+tk_status tk_pathsafe_init(tk_pathsafe *ws, const char *root, char *err, size_t errlen)
 {
     memset(ws, 0, sizeof *ws);
     ws->fd = -1;
@@ -405,14 +442,14 @@ tk_status tk_ws_init(tk_ws *ws, const char *root, char *err, size_t errlen)
     return TK_OK;
 }
 
-void tk_ws_close(tk_ws *ws)
+void tk_pathsafe_close(tk_pathsafe *ws)
 {
     if (ws->fd >= 0)
         close(ws->fd);
     ws->fd = -1;
 }
 
-void tk_ws_display(const tk_ws *ws, const char *rel, char *out, size_t outlen)
+void tk_pathsafe_display(const tk_pathsafe *ws, const char *rel, char *out, size_t outlen)
 {
     if (!*rel)
         snprintf(out, outlen, "%s", ws->root);
