@@ -161,3 +161,17 @@ TK_NO_ASAN void tk_child_default_signals(void)
         if (s != SIGKILL && s != SIGSTOP)
             syscall(SYS_rt_sigaction, s, &dfl, NULL, sizeof(uint64_t));
 }
+
+void tk_str_snip(char *out, size_t outlen, const char *s, size_t len)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < len && i < 80 && j + 1 < outlen; i++) {
+        unsigned char c = (unsigned char)s[i];
+        out[j++] = (c > 0x20 && c < 0x7f && c != '"') ? (char)c : '?';
+    }
+    if (len > 80 && j + 4 < outlen) {
+        memcpy(out + j, "...", 3);
+        j += 3;
+    }
+    out[j] = '\0';
+}

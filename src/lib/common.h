@@ -47,6 +47,10 @@ char *tk_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * Returns 1 when equal. NULL never equals anything. */
 int tk_str_eq_ct(const char *a, const char *b);
 
+/* A short printable quote of untrusted text for a message: at most 80 bytes of
+ * s[0..len), every byte outside '!'..'~' and '"' shown as '?', "..." when cut. */
+void tk_str_snip(char *out, size_t outlen, const char *s, size_t len);
+
 /* Parses a base-10 integer in [min, max] with nothing after it. */
 tk_status tk_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
 

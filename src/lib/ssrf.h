@@ -5,8 +5,9 @@
  *
  * A check takes a URL (or a host and port), normalises it (url.h), applies the
  * policy and resolves the host once; it admits the URL only when every address
- * the name resolves to is admitted, and hands back those addresses. A checked
- * fetch connects only to them: they are pinned with CURLOPT_RESOLVE, and an
+ * the name resolves to is admitted, and hands back those addresses (ssrf.c: no
+ * libcurl, so an egress proxy can use the check alone). A checked fetch
+ * (ssrf_fetch.c, over libcurl) connects only to them: they are pinned with CURLOPT_RESOLVE, and an
  * open-socket callback verifies each address again right before connect(), so
  * a DNS answer that changes between check and connect cannot reach anything
  * else. Redirects are followed here (never by curl), each hop checked in full.
@@ -78,11 +79,14 @@ typedef enum {
  * "too_large", "timeout", "fetch_failed", "cancelled". */
 const char *tk_ssrf_code_str(tk_ssrf_code c);
 
-#define TK_SSRF_MAX_ADDRS     64 /* addresses per name; a name with more is refused */
-#define TK_SSRF_MAX_PORTS     64
-#define TK_SSRF_MAX_REDIRECTS 20
-#define TK_SSRF_REASON_MAX    448
-#define TK_SSRF_MAX_ABANDONED 32 /* lookups past their deadline still running; more: refused */
+#define TK_SSRF_MAX_ADDRS             64 /* addresses per name; a name with more is refused */
+#define TK_SSRF_MAX_PORTS             64
+#define TK_SSRF_MAX_REDIRECTS         20
+#define TK_SSRF_REASON_MAX            448
+#define TK_SSRF_MAX_ABANDONED         32 /* lookups past their deadline still running; more: refused */
+#define TK_SSRF_DEFAULT_MAX_BYTES     (2u << 20)
+#define TK_SSRF_DEFAULT_TIMEOUT_MS    15000L
+#define TK_SSRF_DEFAULT_MAX_REDIRECTS 5
 
 /*
  * A resolver: fills up to max addresses of host (a normalised name, never an IP
@@ -161,9 +165,24 @@ typedef struct {
  * after.
  */
 tk_status tk_ssrf_check(const tk_ssrf_policy *p, const char *url, tk_ssrf_target *t);
-/* The same for a host and port on their own (a proxy's CONNECT host:port). */
+/*
+ * The same for a host and port on their own, for a proxy's CONNECT host:port:
+ * on TK_OK t->addrs[0..t->naddrs) are the addresses it may connect to (pinned:
+ * connect to these, never resolve again); otherwise t->code and t->reason say
+ * why not. Needs no curl.
+ */
 tk_status tk_ssrf_check_host(const tk_ssrf_policy *p, const char *host, int port,
                              tk_ssrf_target *t);
+/* tk_ssrf_check with its own time bound: the lookup must answer before
+ * deadline_ms (tk_mono_ms()); limit_ms is the limit it comes from, named in a
+ * timeout's reason. The checked fetch checks each hop so. */
+tk_status tk_ssrf_check_until(const tk_ssrf_policy *p, const char *url, int64_t deadline_ms,
+                              long limit_ms, tk_ssrf_target *t);
+/* For the moment before connect(): 1 when ip:port is one of the addresses an
+ * admitted target t was pinned to, on its port, and the address still passes
+ * the policy's address rules; else 0. */
+int tk_ssrf_target_admits(const tk_ssrf_policy *p, const tk_ssrf_target *t, const tk_ip *ip,
+                          int port);
 void tk_ssrf_target_free(tk_ssrf_target *t);
 /* Lookups that outlived their check's deadline and have not returned yet. */
 int tk_ssrf_abandoned_lookups(void);
@@ -177,7 +196,11 @@ void tk_ssrf_target_describe(const tk_ssrf_target *t, char *out, size_t outlen);
  */
 int tk_ssrf_addr_blocked(const tk_ip *ip, char *why, size_t whylen);
 
-/* --- the checked fetch --- */
+/* The refusal code for a URL that does not parse: bad_scheme, userinfo,
+ * bad_port, else bad_url. */
+tk_ssrf_code tk_ssrf_url_fault_code(tk_url_fault f);
+
+/* --- the checked fetch (ssrf_fetch.c, over libcurl) --- */
 
 #define TK_SSRF_NO_REDIRECTS (-1)
 

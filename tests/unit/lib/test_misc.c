@@ -236,6 +236,24 @@ TEST(constant_time_compare)
     CHECK(!tk_str_eq_ct(NULL, ""));
 }
 
+TEST(str_snip_quotes_untrusted_text_short)
+{
+    char out[128];
+    tk_str_snip(out, sizeof out, "plain-text", 10);
+    CHECK_STR(out, "plain-text");
+    tk_str_snip(out, sizeof out, "a \"b\"\n\x01\xc3\xa9", 9);
+    CHECK_STR(out, "a??b?????");
+    tk_str_snip(out, sizeof out, "abc", 2); /* len bounds it */
+    CHECK_STR(out, "ab");
+    char longs[200];
+    memset(longs, 'x', sizeof longs);
+    tk_str_snip(out, sizeof out, longs, sizeof longs);
+    CHECK_INT(strlen(out), ==, 83);
+    CHECK_STR(out + 80, "...");
+    tk_str_snip(out, 5, longs, sizeof longs); /* out's size bounds it too */
+    CHECK_STR(out, "xxxx");
+}
+
 TEST(log_settings_are_checked)
 {
     char err[160];

@@ -782,6 +782,78 @@ TEST(ssrf_check_host_for_proxies)
     tk_ssrf_policy_free(&p);
 }
 
+/* What an egress proxy does: check host:port, connect only to the pinned
+ * addresses, and verify each right before connect(). */
+TEST(ssrf_pinned_addresses_for_proxies)
+{
+    tk_ssrf_policy p;
+    test_policy(&p);
+    char err[256];
+    CHECK_INT(tk_ssrf_policy_allow(&p, "intranet.test", err, sizeof err), ==, TK_OK);
+    tk_ssrf_target t;
+    CHECK_INT(tk_ssrf_check_host(&p, "dual.test", 443, &t), ==, TK_OK);
+    CHECK_INT(t.naddrs, ==, 2);
+    tk_ip v4, v6, other, loop;
+    CHECK(tk_ip_parse("93.184.215.14", &v4));
+    CHECK(tk_ip_parse("2606:4700:4700::1111", &v6));
+    CHECK(tk_ip_parse("93.184.215.16", &other));
+    CHECK(tk_ip_parse("127.0.0.1", &loop));
+    CHECK(tk_ssrf_target_admits(&p, &t, &v4, 443));
+    CHECK(tk_ssrf_target_admits(&p, &t, &v6, 443));
+    CHECK(!tk_ssrf_target_admits(&p, &t, &v4, 80));     /* not the port checked */
+    CHECK(!tk_ssrf_target_admits(&p, &t, &other, 443)); /* public, but not pinned */
+    CHECK(!tk_ssrf_target_admits(&p, &t, &loop, 443));
+    tk_ssrf_target_free(&t);
+    /* an allowlisted name: its private address is admitted, and only it */
+    CHECK_INT(tk_ssrf_check_host(&p, "intranet.test", 80, &t), ==, TK_OK);
+    CHECK(t.by_allowlist);
+    tk_ip intra;
+    CHECK(tk_ip_parse("10.1.0.7", &intra));
+    CHECK(tk_ssrf_target_admits(&p, &t, &intra, 80));
+    CHECK(!tk_ssrf_target_admits(&p, &t, &loop, 80));
+    tk_ssrf_target_free(&t);
+    /* a refused target admits nothing, even the address it resolved to */
+    CHECK_INT(tk_ssrf_check_host(&p, "mixed.test", 443, &t), ==, TK_EDENIED);
+    CHECK_INT(t.code, ==, BLK);
+    CHECK_INT(t.naddrs, ==, 0);
+    CHECK(!tk_ssrf_target_admits(&p, &t, &v4, 443));
+    tk_ssrf_target_free(&t);
+    /* a pinned address the policy now refuses (denied since the check) */
+    CHECK_INT(tk_ssrf_check_host(&p, "public.test", 443, &t), ==, TK_OK);
+    CHECK(tk_ssrf_target_admits(&p, &t, &v4, 443));
+    CHECK_INT(tk_ssrf_policy_deny(&p, "93.184.215.0/24", err, sizeof err), ==, TK_OK);
+    CHECK(!tk_ssrf_target_admits(&p, &t, &v4, 443));
+    tk_ssrf_target_free(&t);
+    tk_ssrf_policy_free(&p);
+}
+
+TEST(ssrf_check_until_bounds_the_lookup_by_its_deadline)
+{
+    tk_ssrf_policy p;
+    test_policy(&p);
+    tk_ssrf_target t;
+    CHECK_INT(tk_ssrf_check_until(&p, "https://public.test/", tk_mono_ms() + 5000, 5000, &t), ==,
+              TK_OK);
+    CHECK_STR(t.url, "https://public.test/");
+    tk_ssrf_target_free(&t);
+    /* a deadline already past: the lookup is not waited for */
+    CHECK_INT(tk_ssrf_check_until(&p, "https://stall.test/", tk_mono_ms() - 1, 1234, &t), ==,
+              TK_ETIMEOUT);
+    CHECK_INT(t.code, ==, TK_SSRF_TIMEOUT);
+    CHECK(strstr(t.reason, "stall.test could not be resolved within 1234 ms") != NULL);
+    tk_ssrf_target_free(&t);
+    stall_release();
+    wait_abandoned_lookups_end();
+    /* literals need no lookup, whatever the deadline */
+    CHECK_INT(tk_ssrf_check_until(&p, "http://8.8.8.8/", 0, 1, &t), ==, TK_OK);
+    tk_ssrf_target_free(&t);
+    CHECK_INT(tk_ssrf_url_fault_code(TK_URL_ESCHEME), ==, TK_SSRF_BAD_SCHEME);
+    CHECK_INT(tk_ssrf_url_fault_code(TK_URL_EUSERINFO), ==, TK_SSRF_USERINFO);
+    CHECK_INT(tk_ssrf_url_fault_code(TK_URL_EPORT), ==, TK_SSRF_BAD_PORT);
+    CHECK_INT(tk_ssrf_url_fault_code(TK_URL_EBAD), ==, TK_SSRF_BAD_URL);
+    tk_ssrf_policy_free(&p);
+}
+
 TEST(ssrf_describe_for_operators)
 {
     tk_ssrf_policy p;
