@@ -97,9 +97,10 @@ static int norm_name(const char *s, size_t max, char **display, char **key)
     return 0;
 }
 
-/* The entity a name means, created when create is set. id: TK_UUID_LEN. */
-static tk_status entity_resolve(PGconn *c, const char *user_id, const char *name, int create,
-                                char *id, char *err, size_t errlen)
+/* The entity a name means (TK_ENOENT when none). id: TK_UUID_LEN. Entities are
+ * made by utopia_fact_add, in SQL (utopia_entity_resolve). */
+static tk_status entity_find(PGconn *c, const char *user_id, const char *name, char *id, char *err,
+                             size_t errlen)
 {
     char *display, *key;
     if (norm_name(name, 200, &display, &key) != 0) {
@@ -115,31 +116,9 @@ static tk_status entity_resolve(PGconn *c, const char *user_id, const char *name
         snprintf(err, errlen, "database error resolving an entity");
     } else if (PQntuples(r) == 1) {
         snprintf(id, TK_UUID_LEN, "%s", PQgetvalue(r, 0, 0));
-    } else if (!create) {
+    } else {
         st = TK_ENOENT;
         snprintf(err, errlen, "no entity called \"%s\"", display);
-    } else {
-        PQclear(r);
-        /* serialise creation of one name (the transaction holds the lock) */
-        r = tk_pg_query(c, "SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2, 7))", 2,
-                        p);
-        PQclear(r);
-        r = tk_pg_query(c, "SELECT entity_id FROM utopia_aliases WHERE user_id = $1 AND norm = $2",
-                        2, p);
-        if (tk_pg_ok(r) && PQntuples(r) == 1) {
-            snprintf(id, TK_UUID_LEN, "%s", PQgetvalue(r, 0, 0));
-        } else {
-            tk_uuid7(id);
-            const char *p2[] = {id, user_id, display, key};
-            if (utopia_db_exec(
-                    c, "INSERT INTO utopia_entities (id, user_id, name) VALUES ($1, $2, $3)", 3, p2,
-                    NULL, err, errlen) != TK_OK ||
-                utopia_db_exec(c,
-                               "INSERT INTO utopia_aliases (user_id, norm, alias, entity_id) "
-                               "VALUES ($2, $4, $3, $1)",
-                               4, p2, NULL, err, errlen) != TK_OK)
-                st = TK_ERROR;
-        }
     }
     PQclear(r);
     free(display);
@@ -165,25 +144,59 @@ static int looks_like_value(const char *o)
     return words > 6;
 }
 
-#define FACT_JSON(f, s)                                                                            \
-    "json_build_object('id', " f ".id, 'subject', " s ".name, 'subject_id', " f ".subject_id, "    \
-    "'predicate', " f ".predicate, 'object', " f ".object, 'object_id', " f ".object_id, "         \
-    "'valid_from', utopia_date_text(" f ".valid_from, " f ".valid_from_precision), "               \
-    "'valid_from_precision', " f ".valid_from_precision, "                                         \
-    "'valid_to', utopia_date_text(" f ".valid_to, " f ".valid_to_precision), "                     \
-    "'recorded_at', utopia_date_text(" f ".recorded_at, 'second'), "                               \
-    "'current', " f ".valid_to IS NULL, "                                                          \
-    "'source', json_strip_nulls(json_build_object('chat_id', " f ".source_chat_id, 'turn_id', " f  \
-    ".source_turn_id, 'document_id', " f ".source_document_id)))"
+#define FACT_JSON(f, s) "utopia_fact_json(" f ", " s ".name)"
 
-static json_t *fact_json(PGconn *c, const char *user_id, const char *id, char *err, size_t errlen)
+/* The subject, the aliases and the object as the SQL function takes them
+ * (sql/0028_utopia_fact_add.sql): normalised here, looked up there. */
+struct fact_names {
+    char *sdisp, *skey; /* the subject */
+    char *edisp, *ekey; /* the object as an entity name, when it may be one */
+    const char *mode;   /* "none", "find" or "create" */
+    json_t *aliases;    /* [[name, norm], ...] */
+};
+
+static void fact_names_free(struct fact_names *n)
 {
-    const char *p[] = {id, user_id};
-    return utopia_db_json(
-        c,
-        "SELECT " FACT_JSON("f", "s") " FROM utopia_facts f JOIN utopia_entities "
-                                      "s ON s.id = f.subject_id WHERE f.id = $1 AND f.user_id = $2",
-        2, p, NULL, err, errlen);
+    free(n->sdisp);
+    free(n->skey);
+    free(n->edisp);
+    free(n->ekey);
+    json_decref(n->aliases);
+}
+
+static tk_status fact_names(const utopia_fact_in *f, const char *odisp, struct fact_names *n,
+                            char *err, size_t errlen)
+{
+    memset(n, 0, sizeof *n);
+    n->aliases = json_array();
+    if (norm_name(f->subject, 200, &n->sdisp, &n->skey) != 0) {
+        snprintf(err, errlen, "an entity needs a name of 1 to 200 characters");
+        return TK_EINVAL;
+    }
+    if (json_is_array(f->aliases)) {
+        size_t i;
+        json_t *a;
+        json_array_foreach(f->aliases, i, a)
+        {
+            char *ad, *ak;
+            if (i >= 20 || !json_is_string(a) || norm_name(json_string_value(a), 200, &ad, &ak))
+                continue;
+            json_array_append_new(n->aliases, json_pack("[ss]", ad, ak));
+            free(ad);
+            free(ak);
+        }
+    }
+    /* the object: an entity or a value */
+    int want_entity = f->object_kind ? !strcmp(f->object_kind, "entity") : -1;
+    n->mode = "none";
+    if (want_entity != 0) {
+        if (norm_name(odisp, 200, &n->edisp, &n->ekey) != 0) {
+            snprintf(err, errlen, "an entity needs a name of 1 to 200 characters");
+            return TK_EINVAL;
+        }
+        n->mode = want_entity == 1 || !looks_like_value(odisp) ? "create" : "find";
+    }
+    return TK_OK;
 }
 
 tk_status utopia_fact_add(const utopia *u, PGconn *c, const char *user_id, const utopia_fact_in *f,
@@ -203,7 +216,8 @@ tk_status utopia_fact_add(const utopia *u, PGconn *c, const char *user_id, const
         now_ms = tk_now_ms();
     char *pred = norm_predicate(f->predicate);
     char *odisp = NULL, *okey = NULL;
-    json_t *closed = json_array();
+    struct fact_names names = {0};
+    json_t *res = NULL;
     tk_status st = TK_EINVAL;
     if (!pred) {
         snprintf(err, errlen, "predicate: a short phrase such as \"lives in\" or \"works_at\"");
@@ -241,72 +255,9 @@ tk_status utopia_fact_add(const utopia *u, PGconn *c, const char *user_id, const
         snprintf(err, errlen, "valid_to is before valid_from");
         goto out;
     }
-    if ((st = utopia_db_exec(c, "BEGIN", 0, NULL, NULL, err, errlen)) != TK_OK)
+    if ((st = fact_names(f, odisp, &names, err, errlen)) != TK_OK)
         goto out;
-    st = TK_ERROR;
-    char sid[TK_UUID_LEN], oid[TK_UUID_LEN] = "";
-    if ((st = entity_resolve(c, user_id, f->subject, 1, sid, err, errlen)) != TK_OK)
-        goto fail;
-    /* aliases of the subject */
-    json_t *conflicts = json_array();
-    if (json_is_array(f->aliases)) {
-        size_t i;
-        json_t *a;
-        json_array_foreach(f->aliases, i, a)
-        {
-            char *ad, *ak;
-            if (i >= 20 || !json_is_string(a) || norm_name(json_string_value(a), 200, &ad, &ak))
-                continue;
-            const char *p[] = {user_id, ak, ad, sid};
-            PGresult *r = tk_pg_query(
-                c,
-                "WITH i AS (INSERT INTO utopia_aliases (user_id, norm, alias, entity_id) VALUES "
-                "($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1) SELECT (SELECT count(*) "
-                "FROM i) + (SELECT count(*) FROM utopia_aliases WHERE user_id = $1 AND norm = $2 "
-                "AND entity_id = $4)",
-                4, p);
-            if (tk_pg_ok(r) && strcmp(PQgetvalue(r, 0, 0), "0") == 0)
-                json_array_append_new(conflicts, json_string(ad));
-            PQclear(r);
-            free(ad);
-            free(ak);
-        }
-    }
-    /* the object: an entity or a value */
-    int want_entity = f->object_kind ? !strcmp(f->object_kind, "entity") : -1;
-    if (want_entity != 0) {
-        tk_status os = entity_resolve(
-            c, user_id, odisp, want_entity == 1 || !looks_like_value(odisp), oid, err, errlen);
-        if (os == TK_ENOENT)
-            oid[0] = 0;
-        else if (os != TK_OK) {
-            st = os;
-            json_decref(conflicts);
-            goto fail;
-        }
-    }
-    /* cardinality */
-    int single = builtin_single(pred);
-    {
-        const char *p[] = {user_id, pred, f->single ? "true" : "false"};
-        if (f->single >= 0)
-            utopia_db_exec(
-                c, "INSERT INTO utopia_predicates VALUES ($1, $2, $3) ON CONFLICT DO NOTHING", 3, p,
-                NULL, err, errlen);
-        PGresult *r = tk_pg_query(
-            c, "SELECT single FROM utopia_predicates WHERE user_id = $1 AND name = $2", 2, p);
-        if (tk_pg_ok(r) && PQntuples(r) == 1)
-            single = PQgetvalue(r, 0, 0)[0] == 't';
-        PQclear(r);
-    }
-    /* one writer per (subject, predicate) timeline */
-    {
-        const char *p[] = {user_id, sid, pred};
-        PGresult *r = tk_pg_query(
-            c, "SELECT pg_advisory_xact_lock(hashtextextended($1 || $2 || $3, 9))", 3, p);
-        PQclear(r);
-    }
-    char fromts[40], tots[40] = "", id[TK_UUID_LEN];
+    char fromts[40], tots[40] = "";
     if (!from_given && has_to) {
         snprintf(fromts, sizeof fromts, "-infinity");
         from_prec = "unknown";
@@ -315,137 +266,71 @@ tk_status utopia_fact_add(const utopia *u, PGconn *c, const char *user_id, const
     }
     if (has_to)
         tk_time_rfc3339(to, tots, sizeof tots);
-    /* the same statement already open (or covering the date): a restatement */
-    {
-        const char *p[] = {user_id, sid, pred, oid[0] ? oid : NULL, okey, fromts};
-        PGresult *r = tk_pg_query(
-            c,
-            "SELECT id FROM utopia_facts WHERE user_id = $1 AND subject_id = $2 AND predicate = $3 "
-            "AND (object_id = $4 OR ($4::uuid IS NULL AND object_id IS NULL AND lower(object) = "
-            "$5)) AND (valid_to IS NULL OR valid_to > $6::timestamptz OR $6 = '-infinity') "
-            "ORDER BY valid_from DESC LIMIT 1",
-            6, p);
-        if (tk_pg_ok(r) && PQntuples(r) == 1) {
-            snprintf(id, sizeof id, "%s", PQgetvalue(r, 0, 0));
-            PQclear(r);
-            if (has_to) { /* "no longer": close it */
-                const char *p2[] = {id, tots, to_prec};
-                if (utopia_db_exec(
-                        c,
-                        "UPDATE utopia_facts SET valid_to = greatest($2::timestamptz, valid_from), "
-                        "valid_to_precision = $3 WHERE id = $1 AND valid_to IS NULL",
-                        3, p2, NULL, err, errlen) != TK_OK)
-                    goto fail_conf;
-                json_array_append_new(closed, json_string(id));
-            }
-            if ((st = utopia_db_exec(c, "COMMIT", 0, NULL, NULL, err, errlen)) != TK_OK)
-                goto fail_conf;
-            json_t *fj = fact_json(c, user_id, id, err, errlen);
-            if (!fj) {
-                st = TK_ERROR;
-                json_decref(conflicts);
-                goto out;
-            }
-            *out = tk_json_obj("fact", fj, "duplicate", json_true(), "closed", closed,
-                               "alias_conflicts", conflicts, NULL);
-            closed = NULL;
-            st = TK_OK;
-            goto out;
-        }
-        PQclear(r);
-    }
+    char id[TK_UUID_LEN], snew[TK_UUID_LEN], onew[TK_UUID_LEN];
+    tk_uuid7(snew);
+    tk_uuid7(onew);
     tk_uuid7(id);
-    char next_id[TK_UUID_LEN] = "";
-    if (single && strcmp(fromts, "-infinity") != 0) {
-        /* close the fact in force at the new start (if it says otherwise) */
-        const char *p[] = {user_id, sid, pred, fromts, id, from_prec};
-        PGresult *r = tk_pg_query(
-            c,
-            "UPDATE utopia_facts SET valid_to = $4::timestamptz, valid_to_precision = $6, "
-            "closed_by = $5 "
-            "WHERE id = (SELECT id FROM utopia_facts WHERE user_id = $1 AND subject_id = $2 AND "
-            "predicate = $3 AND valid_from <= $4::timestamptz AND (valid_to IS NULL OR valid_to > "
-            "$4::timestamptz) ORDER BY valid_from DESC LIMIT 1) RETURNING id",
-            6, p);
-        if (!tk_pg_ok(r)) {
-            PQclear(r);
-            snprintf(err, errlen, "database error closing a fact");
-            goto fail_conf;
-        }
-        for (int i = 0; i < PQntuples(r); i++)
-            json_array_append_new(closed, json_string(PQgetvalue(r, i, 0)));
-        PQclear(r);
-        /* a later fact already recorded ends this one where it starts */
-        if (!has_to) {
-            r = tk_pg_query(c,
-                            "SELECT id, to_char(valid_from AT TIME ZONE 'UTC', "
-                            "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), valid_from_precision FROM "
-                            "utopia_facts WHERE user_id = $1 AND subject_id = $2 AND predicate = "
-                            "$3 AND valid_from > $4::timestamptz ORDER BY valid_from LIMIT 1",
-                            4, p);
-            if (tk_pg_ok(r) && PQntuples(r) == 1) {
-                snprintf(next_id, sizeof next_id, "%s", PQgetvalue(r, 0, 0));
-                snprintf(tots, sizeof tots, "%s", PQgetvalue(r, 0, 1));
-                to_prec = strcmp(PQgetvalue(r, 0, 2), "day") == 0     ? "day"
-                          : strcmp(PQgetvalue(r, 0, 2), "month") == 0 ? "month"
-                          : strcmp(PQgetvalue(r, 0, 2), "year") == 0  ? "year"
-                                                                      : "second";
-            }
-            PQclear(r);
-        }
-    }
-    {
-        const char *p[] = {id,
-                           user_id,
-                           sid,
-                           pred,
-                           oid[0] ? oid : NULL,
-                           odisp,
-                           fromts,
-                           from_prec,
-                           tots[0] ? tots : NULL,
-                           to_prec,
-                           src->chat_id,
-                           src->turn_id,
-                           src->document_id,
-                           next_id[0] ? next_id : NULL,
-                           u->cfg.fts_config,
-                           f->subject};
-        if (utopia_db_exec(
-                c,
-                "INSERT INTO utopia_facts (id, user_id, subject_id, predicate, object_id, "
-                "object, valid_from, valid_from_precision, valid_to, valid_to_precision, "
-                "source_chat_id, source_turn_id, source_document_id, closed_by, tsv) "
-                "VALUES ($1, $2, $3, $4, $5, $6, $7::timestamptz, $8, $9::timestamptz, "
-                "$10, $11, $12, $13, $14, to_tsvector($15::regconfig, $16 || ' ' || "
-                "replace($4, '_', ' ') || ' ' || $6))",
-                16, p, NULL, err, errlen) != TK_OK)
-            goto fail_conf;
-    }
-    if ((st = utopia_db_exec(c, "COMMIT", 0, NULL, NULL, err, errlen)) != TK_OK)
-        goto fail_conf;
-    json_t *fj = fact_json(c, user_id, id, err, errlen);
-    if (!fj) {
-        json_decref(conflicts);
+    char *aliases = tk_json_dumps(names.aliases);
+    const char *p[] = {user_id,
+                       id,
+                       f->subject,
+                       names.sdisp,
+                       names.skey,
+                       snew,
+                       aliases,
+                       pred,
+                       f->single < 0 ? NULL
+                       : f->single   ? "true"
+                                     : "false",
+                       builtin_single(pred) ? "true" : "false",
+                       odisp,
+                       okey,
+                       names.mode,
+                       names.edisp,
+                       names.ekey,
+                       onew,
+                       fromts,
+                       from_prec,
+                       has_to ? tots : NULL,
+                       to_prec,
+                       src->chat_id,
+                       src->turn_id,
+                       src->document_id,
+                       u->cfg.fts_config};
+    /* one round trip, one transaction */
+    res = utopia_db_json(c,
+                         "SELECT utopia_fact_add($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
+                         "$12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)",
+                         24, p, NULL, err, errlen);
+    free(aliases);
+    json_t *fj = json_object_get(res, "fact");
+    if (!json_is_object(fj)) {
+        if (res)
+            snprintf(err, errlen, "the database did not return the fact");
         st = TK_ERROR;
         goto out;
     }
-    json_object_set_new(fj, "single_valued", json_boolean(single));
-    *out = tk_json_obj("fact", fj, "closed", closed, "alias_conflicts", conflicts, NULL);
-    closed = NULL;
-    st = TK_OK;
-    goto out;
-fail_conf:
-    json_decref(conflicts);
-fail:
-    if (st == TK_OK)
+    json_t *closed = json_object_get(res, "closed"),
+           *conflicts = json_object_get(res, "alias_conflicts");
+    if (!json_is_array(closed) || !json_is_array(conflicts)) {
+        snprintf(err, errlen, "the database did not return the fact");
         st = TK_ERROR;
-    {
-        char e2[64];
-        utopia_db_exec(c, "ROLLBACK", 0, NULL, NULL, e2, sizeof e2);
+        goto out;
     }
+    json_incref(fj);
+    json_incref(closed);
+    json_incref(conflicts);
+    if (json_is_true(json_object_get(res, "duplicate"))) {
+        *out = tk_json_obj("fact", fj, "duplicate", json_true(), "closed", closed,
+                           "alias_conflicts", conflicts, NULL);
+    } else {
+        json_object_set(fj, "single_valued", json_object_get(res, "single"));
+        *out = tk_json_obj("fact", fj, "closed", closed, "alias_conflicts", conflicts, NULL);
+    }
+    st = TK_OK;
 out:
-    json_decref(closed);
+    json_decref(res);
+    fact_names_free(&names);
     free(pred);
     free(odisp);
     free(okey);
@@ -482,7 +367,7 @@ tk_status utopia_recall_facts(const utopia *u, PGconn *c, const char *user_id, c
     tk_status st = parse_at(at, now_ms, ts, sizeof ts, err, errlen);
     if (st != TK_OK)
         return st;
-    if ((st = entity_resolve(c, user_id, entity, 0, eid, err, errlen)) != TK_OK) {
+    if ((st = entity_find(c, user_id, entity, eid, err, errlen)) != TK_OK) {
         if (st == TK_ENOENT) {
             /* a near name, by trigrams, to be helpful */
             char *d, *k;
@@ -531,7 +416,7 @@ tk_status utopia_fact_list(const utopia *u, PGconn *c, const char *user_id, cons
     }
     char eid[TK_UUID_LEN] = "";
     if (entity && *entity) {
-        tk_status st = entity_resolve(c, user_id, entity, 0, eid, err, errlen);
+        tk_status st = entity_find(c, user_id, entity, eid, err, errlen);
         if (st != TK_OK)
             return st;
     }
@@ -575,7 +460,7 @@ tk_status utopia_neighbourhood(const utopia *u, PGconn *c, const char *user_id, 
         hops = 3;
     char ts[40], eid[TK_UUID_LEN], h[4];
     tk_status st = parse_at(at, now_ms, ts, sizeof ts, err, errlen);
-    if (st != TK_OK || (st = entity_resolve(c, user_id, entity, 0, eid, err, errlen)) != TK_OK)
+    if (st != TK_OK || (st = entity_find(c, user_id, entity, eid, err, errlen)) != TK_OK)
         return st;
     snprintf(h, sizeof h, "%d", hops);
     const char *p[] = {user_id, eid, ts, h};

@@ -766,6 +766,20 @@ TEST(fact_add_answers_to_the_letter)
                  "\"valid_from\":\"2025-01-15T00:00:00Z\",\"valid_from_precision\":\"recorded\","
                  "\"valid_to\":null,\"recorded_at\":\"REC\",\"current\":true," FACT_SRC
                  ",\"single_valued\":false},\"closed\":[],\"alias_conflicts\":[]}");
+    /* a database error: TK_ERROR naming the call, and nothing of the fact is
+     * left (its new subject and alias are rolled back with it) */
+    long long entities = count(c, "SELECT count(*) FROM utopia_entities WHERE user_id = $1", U1);
+    long long aliases = count(c, "SELECT count(*) FROM utopia_aliases WHERE user_id = $1", U1);
+    CHECK(tk_pg_exec(c, "ALTER TABLE utopia_facts RENAME TO utopia_facts_away", 0, NULL) == TK_OK);
+    add_letter(
+        c,
+        &(utopia_fact_in){.subject = "Erin", .predicate = "likes", .object = "tea", .single = -1},
+        TK_ERROR, err);
+    CHECK_STR(err, "database error in SELECT utopia_fact_add($1, $2, $3, $4, ");
+    CHECK(tk_pg_exec(c, "ALTER TABLE utopia_facts_away RENAME TO utopia_facts", 0, NULL) == TK_OK);
+    CHECK_INT(count(c, "SELECT count(*) FROM utopia_entities WHERE user_id = $1", U1), ==,
+              entities);
+    CHECK_INT(count(c, "SELECT count(*) FROM utopia_aliases WHERE user_id = $1", U1), ==, aliases);
     PQfinish(c);
 }
 
