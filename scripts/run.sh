@@ -10,6 +10,10 @@
 #                         OPENSANDBOX_API_KEY (with OPENSANDBOX_URL pointing at
 #                         the local tusko-sandboxd)
 #   BROWSERD_API_KEY      likewise, as STEEL_API_KEY with STEEL_URL
+#   TUSKO_DATA_DIR        var/data (files tusko keeps outside Postgres)
+#   BACKUP_DIR            var/backups: `tusko backup --schedule` runs beside the
+#                         services and writes a backup there at BACKUP_SCHEDULE
+#                         (03:00 every day; off: none), keeping BACKUP_KEEP (7)
 #
 # On the first run it creates a local account (admin@localhost, the password in
 # var/secrets/admin_password) so there is someone to sign in as. On Ctrl-C it ends
@@ -134,6 +138,10 @@ export OPENSANDBOX_URL=${OPENSANDBOX_URL:-http://$SANDBOXD_LISTEN}
 export OPENSANDBOX_API_KEY=${OPENSANDBOX_API_KEY:-$SANDBOXD_API_KEY}
 export STEEL_URL=${STEEL_URL:-http://$BROWSERD_LISTEN}
 export STEEL_API_KEY=${STEEL_API_KEY:-$BROWSERD_API_KEY}
+export TUSKO_DATA_DIR=${TUSKO_DATA_DIR:-$VAR/data}
+export BACKUP_DIR=${BACKUP_DIR:-$VAR/backups}
+BACKUP_SCHEDULE=${BACKUP_SCHEDULE:-03:00}
+export BACKUP_SCHEDULE
 build_tusko() { env TUSKO_LISTEN="$TUSKO_LISTEN" "$BUILD/tusko" "$@"; }
 build_tusko migrate >>"$VAR/log/tusko.log" 2>&1 || { echo "tusko migrate failed; see var/log/tusko.log" >&2; exit 1; }
 if [ ! -s "$VAR/secrets/admin_password" ]; then
@@ -145,6 +153,14 @@ if [ ! -s "$VAR/secrets/admin_password" ]; then
   fi
 fi
 start tusko TUSKO_LISTEN="$TUSKO_LISTEN"
+if [ "$BACKUP_SCHEDULE" != off ]; then
+  # scheduled backups: a process of its own, stopped with the services
+  log=$VAR/log/tusko-backup.log
+  : >"$log"
+  setsid "$BUILD/tusko" backup --schedule >>"$log" 2>&1 &
+  pids+=("$!")
+  printf '  %-16s %s  (log: %s)\n' backups "$BACKUP_SCHEDULE into ${BACKUP_DIR#"$ROOT"/}, keeping ${BACKUP_KEEP:-7}" "${log#"$ROOT"/}"
+fi
 
 echo
 say "Tusko is running: open http://$TUSKO_LISTEN/"

@@ -5,6 +5,8 @@
  *   tusko migrate [--status]                        apply migrations and exit (or list them)
  *   tusko user add --email E [--password-stdin]     create a local account
  *   tusko token create --email E [--name N]         print a new personal API token
+ *   tusko backup [--out FILE] [--schedule]          a backup archive while serving goes on
+ *   tusko restore FILE [--force]                    a backup into an empty database and data folder
  *   tusko check-url URL                             would a fetch for the agent be allowed?
  */
 #include <stdio.h>
@@ -15,6 +17,7 @@
 #include "app/agent/subagent.h"
 #include "app/app.h"
 #include "app/auth/password.h"
+#include "app/backup.h"
 #include "app/cli.h"
 #include "app/durability.h"
 #include "app/schema.h"
@@ -29,23 +32,30 @@ static tk_prog prog = {
     .name = "tusko",
     .summary = "the Tusko chat platform",
     .usage = "[command] [options]",
-    .commands = "Commands:\n"
-                "  serve                          serve the web UI and API (the default)\n"
-                "  migrate [--status]             apply database migrations and exit, also those\n"
-                "                                 that lock large tables (tusko serve refuses\n"
-                "                                 those); --status lists them, applied or "
-                "pending\n"
-                "  user add --email E [--name N] [--password-stdin]\n"
-                "                                 create a local account (password: first line "
-                "of stdin)\n"
-                "  token create --email E [--name N]\n"
-                "                                 print a new personal API token for that user\n"
-                "  check-url URL                  check URL against the outbound fetch rules "
-                "(SSRF_*):\n"
-                "                                 prints allowed and the addresses a fetch would "
-                "use,\n"
-                "                                 or refused <code>: <reason> (exit 0 / 1); "
-                "fetches nothing\n",
+    .commands =
+        "Commands:\n"
+        "  serve                          serve the web UI and API (the default)\n"
+        "  migrate [--status]             apply database migrations and exit, also those\n"
+        "                                 that lock large tables (tusko serve refuses\n"
+        "                                 those); --status lists them, applied or "
+        "pending\n"
+        "  user add --email E [--name N] [--password-stdin]\n"
+        "                                 create a local account (password: first line "
+        "of stdin)\n"
+        "  token create --email E [--name N]\n"
+        "                                 print a new personal API token for that user\n"
+        "  backup [--out FILE]            write a backup (the database, TUSKO_DATA_DIR's\n"
+        "                                 data, a manifest with checksums) while tusko\n"
+        "                                 serves; default FILE: BACKUP_DIR/tusko-<time>.tar\n"
+        "  backup --schedule              take backups at BACKUP_SCHEDULE, keep BACKUP_KEEP\n"
+        "  restore FILE [--force]         restore a backup into an empty database and\n"
+        "                                 TUSKO_DATA_DIR (--force: replace what is there)\n"
+        "  check-url URL                  check URL against the outbound fetch rules "
+        "(SSRF_*):\n"
+        "                                 prints allowed and the addresses a fetch would "
+        "use,\n"
+        "                                 or refused <code>: <reason> (exit 0 / 1); "
+        "fetches nothing\n",
 };
 
 /* `tusko check-url` reads only the outbound fetch settings: no database. */
@@ -116,6 +126,9 @@ static const struct command commands[] = {
     {"migrate", 1, 0, app_cli_migrate},
     {"user", 0, 1, app_cli_user},
     {"token", 0, 1, app_cli_token},
+    /* a backup takes the schema as it is; a restore needs an empty target */
+    {"backup", 1, 0, app_cli_backup},
+    {"restore", 1, 0, app_cli_restore},
 };
 
 static const struct command *find_command(const char *name)

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "app/backup.h"
 #include "app/models.h"
 #include "app/weburl.h"
 #include "lib/buf.h"
@@ -159,6 +160,24 @@ static tk_setting table[] = {
     {"OIDC_TOKEN_AUTH_METHOD", "oidc-token-auth-method", TK_SET_STR, NULL,
      "client_secret_basic or client_secret_post (unset: what the provider supports, basic first)",
      .out = &S.oidc_token_auth, .check = check_token_auth},
+
+    /* data outside Postgres, backups (docs/OPERATIONS.md) */
+    {"TUSKO_DATA_DIR", "data-dir", TK_SET_STR, "var/data",
+     "files tusko keeps outside Postgres (skills/: user-installed skills); backed up with "
+     "the database (relative to the working directory when not absolute)",
+     .out = &S.data_dir},
+    {"BACKUP_DIR", "backup-dir", TK_SET_STR, "var/backups",
+     "where tusko backup writes when not given --out, and --schedule keeps its backups",
+     .out = &S.backup_dir},
+    {"BACKUP_SCHEDULE", "backup-schedule", TK_SET_STR, "03:00",
+     "when tusko backup --schedule takes one: HH:MM every day (local time), an interval "
+     "(6h, 30m), or off", .out = &S.backup_schedule, .check = app_backup_check_schedule},
+    {"BACKUP_KEEP", "backup-keep", TK_SET_INT, "7",
+     "backups tusko backup --schedule keeps in BACKUP_DIR (older ones are deleted)", .min = 1,
+     .max = 10000, .out = &S.backup_keep},
+    {"PG_BINDIR", "pg-bindir", TK_SET_STR, NULL,
+     "folder of pg_dump and pg_restore (unset: /usr/lib/postgresql/<the server's major "
+     "version>/bin, else the PATH)", .out = &S.pg_bindir},
 
     /* Utopia (docs/UTOPIA.md) */
     UTOPIA_SETTINGS(S.utopia),

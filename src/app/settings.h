@@ -108,6 +108,13 @@ typedef struct {
     int oidc_link_by_email;   /* OIDC_LINK_BY_EMAIL: a verified email may join an account */
     char *oidc_token_auth;    /* OIDC_TOKEN_AUTH_METHOD: client_secret_basic/_post, NULL: auto */
 
+    /* the data outside Postgres, backups (docs/OPERATIONS.md) */
+    char *data_dir;        /* TUSKO_DATA_DIR */
+    char *backup_dir;      /* BACKUP_DIR */
+    char *backup_schedule; /* BACKUP_SCHEDULE: "HH:MM", an interval, or "off" */
+    int64_t backup_keep;   /* BACKUP_KEEP */
+    char *pg_bindir;       /* PG_BINDIR, NULL: found from the server's version */
+
     /* Utopia: documents, search, memory, the knowledge graph (UTOPIA_*, docs/UTOPIA.md) */
     utopia_config utopia;
 

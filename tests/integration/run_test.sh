@@ -11,7 +11,10 @@
 # sandbox service's state. Its Postgres runs on the durable defaults.
 # Then once more as `make run | tee run.log` (the same folder): Ctrl-C there
 # ends tee as well, and the stop must still end the sandboxes and every
-# process, saying so on stderr. Needs root (the native sandbox runtime).
+# process, saying so on stderr; that run takes a backup every 2 s
+# (BACKUP_SCHEDULE=2s) and keeps the newest two (BACKUP_KEEP=2) in
+# var/backups, and the first says it backs up at 03:00 by default. Needs root
+# (the native sandbox runtime).
 # Last line: "N passed, N failed".
 set -uo pipefail
 set -m # the stack gets its own process group, so SIGINT reaches it as from a terminal
@@ -215,6 +218,8 @@ fi
 sid=$(start_sandbox)
 if [[ -n $sid ]]; then ok "a sandbox starts (the key in var/secrets/sandboxd_api_key)"; else not_ok "a sandbox starts"; fi
 durable "make run"
+grep -qE '^  backups +03:00 into .*var/backups, keeping 7' "$out" &&
+  ok "make run takes a nightly backup by default and says where" || not_ok "make run takes a nightly backup by default and says where" "$(cat "$out")"
 
 before=$(stack_processes)
 n_before=$(wc -w <<<"$before")
@@ -228,7 +233,7 @@ tee_out=$work/tee.out tee_err=$work/tee.err
 run_pid=
 rm -f "$work/rc"
 {
-  "${stack_env[@]}" scripts/run.sh 2>"$tee_err"
+  "${stack_env[@]}" BACKUP_SCHEDULE=2s BACKUP_KEEP=2 scripts/run.sh 2>"$tee_err"
   echo $? >"$work/rc"
 } | tee "$tee_out" >/dev/null &
 tee_pid=$!
@@ -242,6 +247,21 @@ fi
 sid=$(start_sandbox)
 [[ -n $sid ]] && ok "make run | tee: a sandbox starts" || not_ok "make run | tee: a sandbox starts"
 durable "make run | tee"
+# scheduled backups: after a few rounds, only the newest two are kept, each a
+# whole archive (the manifest first, then the dump)
+for _ in $(seq 150); do
+  grep -q 'old backup deleted' "$work/var/log/tusko-backup.log" 2>/dev/null && break
+  sleep 0.1
+done
+sleep 0.5
+backups=$(find "$work/var/backups" -maxdepth 1 -name 'tusko-*.tar' 2>/dev/null | sort)
+first=$(head -1 <<<"$backups")
+if [[ $(wc -l <<<"$backups") == 2 ]] && grep -q 'old backup deleted' "$work/var/log/tusko-backup.log" &&
+  [[ $(tar -tf "$first" 2>&1 | head -2 | tr '\n' ' ') == "manifest.json database.dump " ]]; then
+  ok "make run: scheduled backups into var/backups, the newest BACKUP_KEEP kept"
+else
+  not_ok "make run: scheduled backups into var/backups, the newest BACKUP_KEEP kept" "$backups; $(tail -5 "$work/var/log/tusko-backup.log" 2>&1)"
+fi
 before=$(stack_processes)
 ctrl_c "make run | tee" "$tee_err" # SIGINT to run.sh and tee alike
 finish
