@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "app/agent/event_types.h"
+#include "app/agent/tools.h"
 #include "app/app.h"
 #include "app/auth/auth.h"
 #include "app/models.h"
@@ -45,8 +47,18 @@ static void h_me(tk_req *r, void *ud)
     tk_respond_json(r, 200, j);
 }
 
+/* What a client needs to know of the agent: the types of the event stream
+ * and the tools (docs/API.md, GET /api/agent). */
+static void h_agent(tk_req *r, void *ud)
+{
+    tk_respond_json(
+        r, 200,
+        tk_json_obj("events", agent_event_types_json(), "tools", agent_tools_catalog(), NULL));
+}
+
 const tk_route app_me_routes[] = {
     {"GET", "/api/me", h_me, NULL, 0},
+    {"GET", "/api/agent", h_agent, NULL, 0},
     {"GET", "/api/models", app_models_route_list, NULL, 0},
 };
 const size_t app_me_nroutes = TK_ARRAY_LEN(app_me_routes);

@@ -33,6 +33,11 @@
 // A turn: {id, content, started, state running|done|cancelled|failed,
 // duration_ms, error (the last error event, shown if the turn fails)}.
 
+// The event types apply() reads (the server declares the types it sends: GET
+// /api/agent; a test checks each one is read here, or is "history", which the
+// stream's reader takes itself).
+export const HANDLED_TYPES = ['turn_start', 'text', 'plan', 'plan_update', 'tool_start', 'tool_output', 'tool_end', 'sandbox_spawn', 'sandbox_gone', 'error', 'subagent_start', 'subagent_end', 'turn_end'];
+
 // A chat's state. tools: {name: {lane, changes_files}} as the server declares
 // them; history: a page of earlier turns (nothing in it is live: no active
 // turn, events without a turn are dropped).

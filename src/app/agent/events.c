@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "app/agent/event_types.h"
 #include "app/app.h"
 #include "app/sessions.h"
 #include "lib/buf.h"
@@ -91,6 +92,7 @@ static void enqueue(struct ev_item *it)
 
 static struct ev_item *item_new(const char *sid, const char *tid, const char *type)
 {
+    TK_ASSERT(agent_event_type_known(type)); /* a new type is declared in event_types.c */
     struct ev_item *it = tk_calloc(1, sizeof *it);
     snprintf(it->sid, sizeof it->sid, "%s", sid ? sid : "");
     snprintf(it->tid, sizeof it->tid, "%s", tid ? tid : "");

@@ -115,6 +115,21 @@ json_t *agent_tools_offered_at(const char *const *allow, int depth)
     return out;
 }
 
+json_t *agent_tools_catalog(void)
+{
+    json_t *out = json_array();
+    for (size_t i = 0; i < ntools; i++) {
+        const agent_tool *t = registry[i];
+        int offered = agent_lane_available(t->lane) && (!t->available || t->available()) &&
+                      (!t->offered_at || t->offered_at(0));
+        json_array_append_new(out, tk_json_obj("name", json_string(t->name), "lane",
+                                               json_string(agent_lane_name(t->lane)),
+                                               "changes_files", json_boolean(t->changes_files),
+                                               "offered", json_boolean(offered), NULL));
+    }
+    return out;
+}
+
 /* ---------- results ---------- */
 
 static void set(agent_result *r, int is_error, const char *fmt, va_list ap)

@@ -100,6 +100,9 @@ typedef struct agent_tool {
      * (0: the turn's own run, 1: a subagent, ...). Called anyway, it runs and
      * must refuse by itself (delegate_subagent past SUBAGENT_MAX_DEPTH). */
     int (*offered_at)(int depth);
+    /* Non-zero: a call that ends well may have changed the chat's files (the
+     * web UI then reloads its Files tab). Declared by GET /api/agent. */
+    int changes_files;
 } agent_tool;
 
 /* Parallel calls of one answer running at once, at most. */
@@ -117,6 +120,10 @@ const agent_tool *agent_tools_at(size_t i);
 json_t *agent_tools_offered(const char *const *allow);
 /* The same for a run at a depth (see agent_tool.offered_at). */
 json_t *agent_tools_offered_at(const char *const *allow, int depth);
+/* What a client needs to know of every registered tool, in registration
+ * order (a new array): [{"name", "lane", "changes_files", "offered"}], offered
+ * being whether the turn's own run is offered it now. */
+json_t *agent_tools_catalog(void);
 
 /* The tools of issue 6 (plan_task, list_files, preview, write_file, read_file,
  * execute_command, execute_code); agent_init calls it. */

@@ -560,6 +560,7 @@ static const agent_tool tools[] = {
      .run = run_preview},
     {.name = "write_file",
      .lane = AGENT_LANE_SANDBOX,
+     .changes_files = 1,
      .description = "Write a text file into the chat's workspace (/workspace; relative paths are "
                     "taken under it). Folders are created as needed.",
      .parameters = "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
@@ -573,6 +574,7 @@ static const agent_tool tools[] = {
      .run = run_read_file},
     {.name = "execute_command",
      .lane = AGENT_LANE_SANDBOX,
+     .changes_files = 1,
      .description = "Run a shell command in the chat's sandbox, in a persistent bash session "
                     "that starts in /workspace: the working directory, exported variables and "
                     "files persist across calls and turns.",
@@ -582,6 +584,7 @@ static const agent_tool tools[] = {
      .run = run_execute_command},
     {.name = "execute_code",
      .lane = AGENT_LANE_SANDBOX,
+     .changes_files = 1,
      .description = "Run Python in the chat's persistent kernel (a Jupyter kernel in the "
                     "sandbox): variables, imports and pandas DataFrames persist across calls "
                     "and turns. The value of the last expression is returned; charts come back "

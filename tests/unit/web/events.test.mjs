@@ -11,7 +11,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { apply, fold, latestTurnId, newChat } from '../../../web/js/events.js';
+import { HANDLED_TYPES, apply, fold, latestTurnId, newChat } from '../../../web/js/events.js';
 
 const DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures');
 const frames = (name) => JSON.parse(fs.readFileSync(path.join(DIR, `${name}.json`), 'utf8')).frames.map((f) => ({ id: f.id, type: f.event, data: f.data }));
@@ -445,4 +445,41 @@ test('a subagent that failed: its error and end; a new segment after', () => {
   const sub = chat.turns.get('t').subagents.get('s');
   assert.deepEqual(plain(sub), { subagent: 'researcher', state: 'failed', task: undefined, items: [{ text: 'a', step: 1 }, { error: 'MODEL_TIMEOUT', message: 'slow', retry: null }] });
   assert.equal(sub.end.error, 'the model timed out', 'the first end counts');
+});
+
+test('every type HANDLED_TYPES names is read: one event of it changes the state', () => {
+  // (the server's declared types are checked against this list: tests/integration/agent/catalog.test.mjs)
+  const sub = { turn_id: 't', agent: 'coder', subagent_id: 's', parent_call_id: 'c', depth: 1 };
+  const setup = () => {
+    const chat = newChat();
+    apply(chat, 'tool_start', { turn_id: 't', call_id: 'c', name: 'delegate_subagent', lane: 'fast' });
+    return chat;
+  };
+  const one = {
+    turn_start: { turn_id: 't2', content: 'x' },
+    text: { turn_id: 't', step: 1, delta: 'a' },
+    plan: { turn_id: 't', goal: 'g', milestones: [] },
+    plan_update: { turn_id: 't', goal: 'g', milestones: [] },
+    tool_start: { turn_id: 't', call_id: 'c2', name: 'list_files', lane: 'fast' },
+    tool_output: { turn_id: 't', call_id: 'c', stream: 'stdout', text: 'x' },
+    tool_end: { turn_id: 't', call_id: 'c', ok: true },
+    sandbox_spawn: { turn_id: 't', call_id: 'c', trigger: 'x' },
+    sandbox_gone: { turn_id: 't', reason: 'reaped' },
+    error: { turn_id: 't', code: 'MODEL_TIMEOUT', message: 'slow' },
+    subagent_start: { ...sub, task: 'x' },
+    subagent_end: { ...sub, state: 'done' },
+    turn_end: { turn_id: 't', state: 'done' },
+  };
+  const snap = (chat) => JSON.stringify(chat, (k, v) => (v instanceof Map ? [...v] : k === 'tools' ? undefined : v));
+  assert.deepEqual(Object.keys(one).sort(), [...HANDLED_TYPES].sort());
+  for (const type of HANDLED_TYPES) {
+    const chat = setup();
+    const before = snap(chat);
+    apply(chat, type, one[type]);
+    assert.notEqual(snap(chat), before, type);
+  }
+  const chat = setup();
+  const before = snap(chat);
+  apply(chat, 'no_such_type', { turn_id: 't' });
+  assert.equal(snap(chat), before);
 });
