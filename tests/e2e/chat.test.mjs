@@ -649,6 +649,14 @@ describe('the memory and settings pages', () => {
     assert.equal(await dd('Email'), 'views@example.com');
     assert.match(await dd('Code execution'), /^off: .*missing: OPENSANDBOX_URL, OPENSANDBOX_API_KEY/);
     assert.deepEqual(await settings.locator('.settings-models li').allInnerTexts(), ['openai:gpt-4o-mini (default)', 'anthropic:claude-sonnet-4']);
+    // the tools as the server declares them (GET /api/agent): execution is off here
+    const row = (name) => settings.locator(`.settings-tools tr[data-tool="${name}"] td`).allInnerTexts();
+    assert.deepEqual(await row('write_file'), ['write_file · changes files', 'sandbox', 'off']);
+    assert.deepEqual(await row('execute_command'), ['execute_command · changes files', 'sandbox', 'off']);
+    assert.deepEqual(await row('read_file'), ['read_file', 'sandbox', 'off']);
+    assert.deepEqual(await row('plan_task'), ['plan_task', 'fast', 'offered']);
+    const declared = await page.evaluate(() => fetch('/api/agent').then((r) => r.json()));
+    assert.equal(await settings.locator('.settings-tools tbody tr').count(), declared.tools.length);
     // the theme: set here, the sidebar's choice and the page follow
     await settings.getByLabel('Theme').selectOption('dark');
     assert.equal(await page.locator('#theme').inputValue(), 'dark');

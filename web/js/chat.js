@@ -13,9 +13,7 @@ import { fold, latestTurnId, newChat } from './events.js';
 import { $, clear, fmtDuration, h, icon } from './html.js';
 import { MarkdownView, captureViews } from './markdown.js';
 
-const EVENT_TYPES = ['turn_start', 'text', 'plan', 'plan_update', 'tool_start', 'tool_output', 'tool_end', 'sandbox_spawn', 'sandbox_gone', 'error', 'subagent_start', 'subagent_end', 'turn_end'];
 const TURNS_PAGE = 30; // turns shown on opening a chat, and per "Show earlier messages"
-const TOOLS = { write_file: { changes_files: true }, execute_command: { changes_files: true }, execute_code: { changes_files: true } };
 
 // One turn's answer (the reducer's turn, events.js): the working dots until
 // something is shown, its items in order, and the foot (state, time, Trace).
@@ -73,6 +71,9 @@ export class ChatView {
   constructor(root, opts) {
     this.root = root; // the scrolling element
     this.opts = opts; // { onTrace(turnId), onFilesChanged(), onActive(bool), onRetry(text), onTitle() }
+    // what the server declares (GET /api/agent, see configure)
+    this.eventTypes = [];
+    this.tools = {};
     this.thread = h('div.thread');
     this.empty = null;
     this.jump = h('button.jump', { type: 'button', hidden: true, onclick: () => this.scrollToEnd(true) }, icon('down'), 'Latest');
@@ -90,12 +91,20 @@ export class ChatView {
     this.reset(null);
   }
 
+  // The server's declaration (GET /api/agent): the types of its event stream
+  // (EventSource hears only the types it listens to, by name) and its tools
+  // ({name, lane, changes_files}).
+  configure({ events = [], tools = [] }) {
+    this.eventTypes = events.filter((t) => t !== 'history');
+    this.tools = Object.fromEntries(tools.map((t) => [t.name, t]));
+  }
+
   reset(sessionId) {
     if (this.es) this.es.close();
     this.connection(true);
     this.es = null;
     this.sessionId = sessionId;
-    this.state = newChat({ tools: TOOLS }); // the conversation as data (events.js)
+    this.state = newChat({ tools: this.tools }); // the conversation as data (events.js)
     this.views = new WeakMap(); // an item of the state → what shows it
     this.active = null;
     this.pendingUser = null;
@@ -125,7 +134,7 @@ export class ChatView {
     }
     const es = new EventSource(`/api/sessions/${encodeURIComponent(sessionId)}/events?turns=${TURNS_PAGE}`);
     this.es = es;
-    for (const t of EVENT_TYPES) es.addEventListener(t, (e) => this.onMessage(e));
+    for (const t of this.eventTypes) es.addEventListener(t, (e) => this.onMessage(e));
     es.addEventListener('history', (e) => this.onHistory(e));
     es.onmessage = (e) => this.onMessage(e);
     es.onopen = () => this.connection(true);
@@ -240,7 +249,7 @@ export class ChatView {
   // history: no active turn, no pending message, no file or memory refresh),
   // drawn into page, whose turns then join the conversation's, before them.
   applyPage(page, frames) {
-    const st = newChat({ tools: TOOLS, history: true });
+    const st = newChat({ tools: this.tools, history: true });
     for (const f of frames) {
       const seq = Number(f.id);
       if (!seq || seq <= st.lastSeq || seq >= this.before) continue;

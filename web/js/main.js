@@ -20,7 +20,7 @@ import { initTheme } from './theme.js';
 import { TraceView } from './trace.js';
 import { toast } from './ui.js';
 
-const state = { me: null, models: [], session: null, config: null };
+const state = { me: null, models: [], agent: null, session: null, config: null };
 let chat, composer, sidebar, panel, files, trace, memory, router;
 
 // ---------- sign-in ----------
@@ -96,6 +96,15 @@ async function start() {
   document.body.dataset.view = 'app';
   $('#me').textContent = me.email || 'API token';
   executionBanner(me.execution);
+  let agent;
+  try {
+    // what the agent's event stream and tools are (the chat follows the one, shows the other)
+    agent = await api('/api/agent');
+  } catch (e) {
+    return fatal(e);
+  }
+  state.agent = agent;
+  chat.configure(agent);
   const [models] = await Promise.all([api('/api/models').catch(() => ({ models: [] })), sidebar.load().catch(toast)]);
   state.models = models.models || [];
   composer.setModels(state.models, me.default_model || models.default);
@@ -377,7 +386,7 @@ function initViews() {
     ['/', chatView],
     ['/c/:id', chatView],
     ['/memory', pageView('memory', 'Memory', () => memoryPage.changed())],
-    ['/settings', pageView('settings', 'Settings', () => settings.render(state.me, state.models))],
+    ['/settings', pageView('settings', 'Settings', () => settings.render(state.me, state.models, state.agent))],
   ];
   router = new Router(chatView);
   for (const [path, view] of VIEWS) router.add(path, view);
