@@ -589,7 +589,7 @@ static void start(tk_req *r, const char *command, size_t clen, int background, i
         }
         tk_stream *s = tk_respond_sse(r);
         tk_buf b;
-        tk_buf_init(&b, 1 << 20);
+        tk_buf_init(&b, TK_CAP_MESSAGE);
         execd_ev_text(&b, "init", c->id, strlen(c->id));
         execd_ev_error(&b, "CommandExecError", err, NULL);
         write_raw(s, &b);
@@ -636,7 +636,7 @@ static void start(tk_req *r, const char *command, size_t clen, int background, i
     if (background) {
         /* As upstream: init, then complete at once; the command goes on. */
         tk_buf b;
-        tk_buf_init(&b, 1 << 16);
+        tk_buf_init(&b, TK_CAP_SMALL);
         execd_ev_text(&b, "init", c->id, strlen(c->id));
         execd_ev_complete(&b, tk_mono_ms() - c->start_mono);
         write_raw(s, &b);

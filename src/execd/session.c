@@ -674,8 +674,8 @@ void execd_session_create(tk_req *r, void *ud)
     tk_uuid4(s->id);
     s->in_w = s->ctl_w = s->out_r = s->err_r = s->st_r = -1;
     s->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    tk_buf_init(&s->tx_in, 8u << 20);
-    tk_buf_init(&s->tx_ctl, 8u << 20);
+    tk_buf_init(&s->tx_in, TK_CAP_STREAM);
+    tk_buf_init(&s->tx_ctl, TK_CAP_STREAM);
     tk_buf_init(&s->st, STATUS_MAX);
     s->started_ms = tk_now_ms();
     tk_status st = s->wake >= 0 ? shell_start(s, cwd_fd, err, sizeof err) : TK_ERROR;

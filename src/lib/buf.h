@@ -7,7 +7,7 @@
  * network is a tk_buf with a cap.
  *
  *   tk_buf b;
- *   tk_buf_init(&b, 1 << 20);
+ *   tk_buf_init(&b, TK_CAP_MESSAGE);
  *   if (tk_buf_append(&b, p, n) != TK_OK) ...   // over the cap: b unchanged
  *   tk_buf_free(&b);
  */
@@ -18,6 +18,22 @@
 #include <stddef.h>
 
 #include "lib/common.h"
+
+/*
+ * Caps that no setting governs, named by what the buffer holds, so that the
+ * literal sizes are chosen from (and reviewed in) one table. A cap that follows
+ * a setting or another limit (FETCH_MAX_BYTES, TK_URL_MAX, the system prompt's
+ * 8,000 characters...) is written from it instead.
+ */
+#define TK_CAP_SMALL       (64u << 10) /* a few small JSON events, a short query's parts */
+#define TK_CAP_HEADERS     (64u << 10) /* the response headers of one HTTP exchange */
+#define TK_CAP_ERROR_BODY  (64u << 10) /* an error answer kept to be quoted */
+#define TK_CAP_TARGET      (8u << 10)  /* a request target or one line built from parts */
+#define TK_CAP_LOG_LINE    (16u << 10) /* one log line */
+#define TK_CAP_MESSAGE     (1u << 20)  /* one JSON message, event or answer being built */
+#define TK_CAP_STREAM      (8u << 20)  /* text relayed as it streams (output, a pipe's input) */
+#define TK_CAP_BATCH       (64u << 20) /* data gathered for one call (a batch, a listing) */
+#define TK_CAP_INPUT_BOUND ((size_t)1 << 30) /* bounded by its input, capped where it came from */
 
 typedef struct {
     char *data;  /* NULL until the first append */

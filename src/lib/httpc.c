@@ -84,7 +84,7 @@ tk_status tk_httpc_do(const tk_httpc_req *req, tk_httpc_resp *resp)
     tk_httpc_global_init();
     memset(resp, 0, sizeof *resp);
     tk_buf_init(&resp->body, req->max_response ? req->max_response : 8u << 20);
-    tk_buf_init(&resp->headers, 64 * 1024);
+    tk_buf_init(&resp->headers, TK_CAP_HEADERS);
     struct xfer x = {.req = req, .resp = resp};
     if (req->on_sse)
         tk_sse_parser_init(&x.sse, 1 << 20, req->max_event ? req->max_event : 1 << 20, req->on_sse,

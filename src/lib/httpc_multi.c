@@ -340,7 +340,7 @@ tk_httpm_xfer *tk_httpm_start(tk_httpm *m, const tk_httpm_req *req)
     x->on_done = req->on_done;
     x->ud = req->ud;
     tk_buf_init(&x->body, req->max_response ? req->max_response : 8u << 20);
-    tk_buf_init(&x->headers, 64 * 1024);
+    tk_buf_init(&x->headers, TK_CAP_HEADERS);
     x->easy = curl_easy_init();
     if (!x->easy)
         tk_oom();

@@ -105,7 +105,7 @@ void tk_log(int level, const char *component, const char *fmt, ...)
     tk_time_rfc3339(tk_now_ms(), ts, sizeof ts);
 
     tk_buf line;
-    tk_buf_init(&line, 16384);
+    tk_buf_init(&line, TK_CAP_LOG_LINE);
     if (log_json) {
         tk_buf_printf(&line, "{\"ts\":\"%s\",\"level\":\"%s\",\"prog\":\"%s\",\"comp\":\"", ts,
                       level_names[level], log_program);

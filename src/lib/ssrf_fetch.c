@@ -233,7 +233,7 @@ static tk_status do_hop(const tk_ssrf_policy *p, const tk_ssrf_target *t, const 
     if (t->host_type == TK_HOST_NAME) {
         /* Pin: curl resolves nothing itself; it connects to these or to nothing. */
         tk_buf pin;
-        tk_buf_init(&pin, 8192);
+        tk_buf_init(&pin, TK_CAP_TARGET);
         tk_buf_printf(&pin, "%s:%d:", t->host, t->port);
         for (size_t i = 0; i < t->naddrs; i++) {
             char a[48];

@@ -79,7 +79,7 @@ tk_status sbx_docker_image_import(sbx_docker *d, const sbx_image *img, char *err
         "CMD [\"/bin/bash\"]",
     };
     tk_buf q;
-    tk_buf_init(&q, 8192);
+    tk_buf_init(&q, TK_CAP_TARGET);
     /* fixed parts and a hash: far below the cap */
     tk_buf_append_str(&q, "/images/create?fromSrc=-&repo=");
     tk_percent_append(&q, SBX_IMAGE_NAME, NULL);

@@ -264,7 +264,7 @@ static void export_line(tk_buf *b, const char *name, size_t nlen, const char *va
 char *sbx_docker_spec_env_file(const char *token, const char *const *env, const char *const *argv)
 {
     tk_buf b;
-    tk_buf_init(&b, (size_t)64 << 20);
+    tk_buf_init(&b, TK_CAP_BATCH);
     export_line(&b, "EXECD_LISTEN", 12, "unix:" SBX_DOCKER_SPEC_RUN "/" SBX_DOCKER_SPEC_SOCK);
     export_line(&b, "EXECD_WORKSPACE", 15, "/workspace");
     export_line(&b, "EXECD_ACCESS_TOKEN", 18, token);

@@ -276,7 +276,7 @@ void sbx_proxy_handle(tk_req *r, void *ud)
     j->req = r;
     snprintf(j->id, sizeof j->id, "%s", id);
     snprintf(j->method, sizeof j->method, "%s", tk_req_method(r));
-    tk_buf_init(&j->rhdrs, 64 * 1024);
+    tk_buf_init(&j->rhdrs, TK_CAP_HEADERS);
     sbx_service_result res;
     if (sbx_service_proxy_begin(svc, id, j->sock, sizeof j->sock, &res) != TK_OK) {
         tk_respond_error(r, res.status, res.code, "%s", res.message);

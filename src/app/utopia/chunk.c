@@ -21,7 +21,7 @@ typedef struct {
 static char *heading_of(chunker *c)
 {
     tk_buf h;
-    tk_buf_init(&h, (size_t)1 << 30);
+    tk_buf_init(&h, TK_CAP_INPUT_BOUND);
     for (int i = 0; i < 6; i++) {
         if (!c->path[i])
             continue;
@@ -123,7 +123,7 @@ void utopia_chunk_blocks(const utopia_blocks *b, size_t size, size_t overlap, ut
 {
     chunker c = {.b = b, .size = size < 64 ? 64 : size, .out = out, .page = 1, .chunk_page = 1};
     c.overlap = overlap < c.size / 2 ? overlap : c.size / 2;
-    tk_buf_init(&c.cur, (size_t)1 << 30);
+    tk_buf_init(&c.cur, TK_CAP_INPUT_BOUND);
     for (size_t i = 0; i < b->n; i++)
         if (b->v[i].kind == UTOPIA_BLOCK_PAGE)
             c.has_pages = 1;

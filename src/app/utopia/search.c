@@ -204,7 +204,7 @@ static tk_status lenient_query(const utopia *u, PGconn *c, const char *user_id, 
     /* the lenient query's source, 'a' | 'b': parsed by to_tsquery in stage 4,
      * where the planner folds it to a constant (it is immutable) */
     tk_buf src;
-    tk_buf_init(&src, 1 << 16);
+    tk_buf_init(&src, TK_CAP_SMALL);
     /* only common words and no typos: the exact ranking already says it all */
     for (i = 0; i < nc && i < 12 && (nsel > 0 || fuzzy_lookups > 0); i++) {
         if (!(cand[i].n <= thr || (nsel == 0 && i < 2)))
@@ -319,7 +319,7 @@ tk_status utopia_search(const utopia *u, PGconn *c, const char *user_id,
     }
     /* the query as normalised text: valid UTF-8, no control characters */
     tk_buf qb;
-    tk_buf_init(&qb, 8192);
+    tk_buf_init(&qb, TK_CAP_TARGET);
     utopia_text_normalize(&qb, o->query, strlen(o->query), 0);
     const char *q = tk_buf_cstr(&qb);
     int k = o->k <= 0 ? 8 : o->k > 50 ? 50 : o->k;
@@ -337,7 +337,7 @@ tk_status utopia_search(const utopia *u, PGconn *c, const char *user_id,
         /* the semantic ranking, when an embeddings model is configured; a
          * failing endpoint costs that ranking only */
         tk_buf qv;
-        tk_buf_init(&qv, 1 << 20);
+        tk_buf_init(&qv, TK_CAP_MESSAGE);
         if (u->embeddings) {
             float *v = NULL;
             int dim = 0;
