@@ -29,7 +29,7 @@
 #define TK_CAP_HEADERS     (64u << 10) /* the response headers of one HTTP exchange */
 #define TK_CAP_ERROR_BODY  (64u << 10) /* an error answer kept to be quoted */
 #define TK_CAP_TARGET      (8u << 10)  /* a request target or one line built from parts */
-#define TK_CAP_LOG_LINE    (16u << 10) /* one log line */
+#define TK_CAP_LOG_LINE    (32u << 10) /* one log line: a 4 KiB message with every byte escaped */
 #define TK_CAP_MESSAGE     (1u << 20)  /* one JSON message, event or answer being built */
 #define TK_CAP_STREAM      (8u << 20)  /* text relayed as it streams (output, a pipe's input) */
 #define TK_CAP_BATCH       (64u << 20) /* data gathered for one call (a batch, a listing) */

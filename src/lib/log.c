@@ -104,6 +104,8 @@ void tk_log(int level, const char *component, const char *fmt, ...)
     char ts[40];
     tk_time_rfc3339(tk_now_ms(), ts, sizeof ts);
 
+    /* room for msg with every byte escaped (6 bytes each) and the fields, so no
+     * append below can fail and every line ends with its newline */
     tk_buf line;
     tk_buf_init(&line, TK_CAP_LOG_LINE);
     if (log_json) {
