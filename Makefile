@@ -153,7 +153,7 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/tk_test.h $$(call area_a,$$(firstwor
 # Fuzz targets: clang + libFuzzer against the core compiled with sanitizers.
 fuzz-build:
 	@$(MAKE) --no-print-directory FUZZ=1 $(FUZZ_BIN)
-build/fuzz/bin/%: tests/fuzz/%.c $(EXD_A) $(APP_A) $(SBX_A) $(LIB_A)
+build/fuzz/bin/%: tests/fuzz/%.c $(EXD_A) $(APP_A) $(SBX_A) $(BRD_A) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(call say,FUZZ,$@)
 	@mkdir -p $(OBJ)/fuzz

@@ -33,6 +33,12 @@ test+=(python3-ipykernel python3-pandas python3-matplotlib)
 # packages bench/search/realtext.py names (those not Essential, not named here
 # and no dependency of what is named here are these three).
 test+=(groff-base passwd mount e2fsprogs)
+# deploy/: docker-compose checks the Compose file, systemd-analyze (systemd)
+# the units, kubectl renders the manifests (kustomize) and, with
+# python3-kubernetes, checks the test API server stands in for a real one.
+# kubectl: Debian's kubernetes-client when no kubectl is installed.
+test+=(docker-compose systemd python3-kubernetes)
+command -v kubectl >/dev/null 2>&1 || test+=(kubernetes-client)
 
 want=("${build[@]}" "${run[@]}" "${test[@]}")
 command -v node >/dev/null 2>&1 || want+=(nodejs npm)

@@ -11,6 +11,7 @@
 #                         the local tusko-sandboxd)
 #   BROWSERD_API_KEY      likewise, as STEEL_API_KEY with STEEL_URL
 #   TUSKO_DATA_DIR        var/data (files tusko keeps outside Postgres)
+#   BROWSERD_STATE_DIR    var/browserd (tusko-browserd's sessions and profiles)
 #   BACKUP_DIR            var/backups: `tusko backup --schedule` runs beside the
 #                         services and writes a backup there at BACKUP_SCHEDULE
 #                         (03:00 every day; off: none), keeping BACKUP_KEEP (7)
@@ -34,6 +35,15 @@ if [ -f .env ]; then
   set +a
 fi
 
+# The output may be a pipe that closes while the stack runs (`make run | head`,
+# a `tee` that was ended): a write must not kill this script by SIGPIPE — no
+# trap runs then, and the services, each in a session of its own, would be
+# left running — nor end it through set -e. SIGPIPE is ignored, and what the
+# script says is said when it can be (a failed write is dropped); Ctrl-C stops
+# everything as always.
+trap '' PIPE
+echo() { builtin echo "$@" 2>/dev/null || true; }
+printf() { builtin printf "$@" 2>/dev/null || true; }
 say() { printf '\033[1m%s\033[0m\n' "$*"; }
 secret() { # name → a random secret kept in var/secrets/name
   local f=$VAR/secrets/$1
@@ -93,7 +103,8 @@ start() {
   : >"$log"
   # a session of its own: Ctrl-C reaches only this script, which ends the
   # sandboxes through the sandbox service before it stops the services
-  setsid env "$@" "$BUILD/$name" >>"$log" 2>&1 &
+  # (with SIGPIPE as it was: only this script ignores it)
+  (trap - PIPE && exec setsid env "$@" "$BUILD/$name") >>"$log" 2>&1 &
   local pid=$!
   pids+=("$pid")
   for _ in $(seq 300); do
@@ -133,7 +144,8 @@ TUSKO_LISTEN=${TUSKO_LISTEN:-127.0.0.1:8080}
 say "services"
 start tusko-sandboxd SANDBOXD_LISTEN="$SANDBOXD_LISTEN" SANDBOXD_STATE_DIR="${SANDBOXD_STATE_DIR:-$VAR/sandboxd}" \
   SANDBOX_EXECD_PATH="${SANDBOX_EXECD_PATH:-$BUILD/tusko-execd}"
-start tusko-browserd BROWSERD_LISTEN="$BROWSERD_LISTEN"
+BROWSERD_STATE_DIR=${BROWSERD_STATE_DIR:-$VAR/browserd}
+start tusko-browserd BROWSERD_LISTEN="$BROWSERD_LISTEN" BROWSERD_STATE_DIR="$BROWSERD_STATE_DIR"
 export OPENSANDBOX_URL=${OPENSANDBOX_URL:-http://$SANDBOXD_LISTEN}
 export OPENSANDBOX_API_KEY=${OPENSANDBOX_API_KEY:-$SANDBOXD_API_KEY}
 export STEEL_URL=${STEEL_URL:-http://$BROWSERD_LISTEN}
@@ -157,7 +169,7 @@ if [ "$BACKUP_SCHEDULE" != off ]; then
   # scheduled backups: a process of its own, stopped with the services
   log=$VAR/log/tusko-backup.log
   : >"$log"
-  setsid "$BUILD/tusko" backup --schedule >>"$log" 2>&1 &
+  (trap - PIPE && exec setsid "$BUILD/tusko" backup --schedule) >>"$log" 2>&1 &
   pids+=("$!")
   printf '  %-16s %s  (log: %s)\n' backups "$BACKUP_SCHEDULE into ${BACKUP_DIR#"$ROOT"/}, keeping ${BACKUP_KEEP:-7}" "${log#"$ROOT"/}"
 fi

@@ -9,7 +9,8 @@
  *       an HTTP client would; then (untimed) DELETE. The notes give the p50 of
  *       each of the three requests (create, endpoint, command to first output).
  *       expect-pool "warm" waits for the pool to refill between runs and counts
- *       runs that were not warm: 40 ms, or, with ACQUIRE_POOL_DIR=<state dir>
+ *       runs that were not warm: 40 ms (ACQUIRE_POOL_WAIT_MS), or, with
+ *       ACQUIRE_POOL_DIR=<state dir>
  *       (the docker rows: a refill takes longer), until a ready pool member's
  *       record is there (at most 15 s).
  *   acquire exec <runs> <label> -- argv...
@@ -140,7 +141,9 @@ static void wait_for_pool(void)
 {
     const char *dir = getenv("ACQUIRE_POOL_DIR");
     if (!dir || !*dir) {
-        tk_sleep_ms(40); /* let the pool refill */
+        /* let the pool refill: 40 ms, or ACQUIRE_POOL_WAIT_MS (a pod's refill is slower) */
+        const char *w = getenv("ACQUIRE_POOL_WAIT_MS");
+        tk_sleep_ms(w && *w ? atoi(w) : 40);
         return;
     }
     for (int i = 0; i < 1500 && !pool_member_ready(dir); i++)

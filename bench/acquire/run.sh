@@ -8,11 +8,15 @@
 #                                   is what execd runs commands with)
 #   tusko-sandboxd docker runtime, warm pool and cold (SANDBOX_RUNTIME=docker)
 #   docker run --rm --network none (the same image, tusko-sandbox:<hash>, in the same engine)
+#   tusko-sandboxd kubernetes runtime, warm pool and cold, against the STAND-IN
+#                                  API server and process kubelet of the tests (not a
+#                                  cluster: sandboxd's side only; K8S_RUNS, default 100;
+#                                  BENCH_K8S=0 leaves them out)
 # All on this machine, in this run. Needs root (namespaces, cgroups) and a built
 # tree (make). The Docker rows use the engine at DOCKER_HOST, or one started by
 # scripts/dockerd.sh (and stopped at the end); docker.io must be installed
 # (scripts/deps.sh). Environment: RUNS, DOCKER_RUNS (default RUNS), BENCH_DOCKER=0
-# to leave Docker out.
+# to leave Docker out, ACQUIRE_ONLY=k8s for the kubernetes rows alone.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
@@ -37,7 +41,7 @@ STARTED_DOCKERD=0
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
   wait 2>/dev/null
-  rm -rf "$OUT/state-warm" "$OUT/state-cold" "$OUT/state-dwarm" "$OUT/state-dcold"
+  rm -rf "$OUT/state-warm" "$OUT/state-cold" "$OUT/state-dwarm" "$OUT/state-dcold" "$OUT/state-kwarm" "$OUT/state-kcold"
   [ "$STARTED_DOCKERD" = 1 ] && scripts/dockerd.sh stop
 }
 trap cleanup EXIT
@@ -61,6 +65,7 @@ echo "sandbox acquire latency: create → first output of \"echo ready\", $RUNS 
 echo
 "$OUT/acquire" header
 
+if [ "${ACQUIRE_ONLY:-}" != k8s ]; then
 start_sandboxd warm 2
 sleep 0.5
 "$OUT/acquire" sandboxd "$URL" "$KEY" 5 "(warm-up)" warm >/dev/null
@@ -121,5 +126,71 @@ docker_rows() {
   "$OUT/acquire" exec "$runs" "docker run --rm --network none" -- docker run --rm --network none "$tag" /bin/sh -c 'echo ready'
 }
 docker_rows
+fi
+
+# --- kubernetes runtime against the stand-in (tests/lib/k8s-cluster.mjs) ---
+# sandboxd's own time in a create: the create's time (api "sandbox created"
+# ms) less the waits on the cluster and on execd the runtime logs with it
+# ("sandbox pod ready" cluster_ms, execd_ms), p50 over the creates of a kind
+own_share() { # log how
+  awk -v how="$2" '
+    /msg="sandbox pod ready"/ && $0 ~ ("how=" how " ") {
+      id = ""; c = ""; e = ""
+      for (i = 1; i <= NF; i++) {
+        if ($i ~ /^id=/) id = substr($i, 4)
+        if ($i ~ /^cluster_ms=/) c = substr($i, 12)
+        if ($i ~ /^execd_ms=/) e = substr($i, 10)
+      }
+      wait_ms[id] = c + e; cl[id] = c; ex[id] = e
+    }
+    /msg="sandbox created"/ {
+      id = ""; ms = ""
+      for (i = 1; i <= NF; i++) {
+        if ($i ~ /^id=/) id = substr($i, 4)
+        if ($i ~ /^ms=/) ms = substr($i, 4)
+      }
+      if (id in wait_ms) { n++; own[n] = ms - wait_ms[id]; cm[n] = cl[id]; em[n] = ex[id] }
+    }
+    function p50(a, k,   i, j, t) {
+      for (i = 2; i <= k; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+      return a[int((k + 1) / 2)]
+    }
+    END {
+      if (!n) { printf "%-34s no creates logged\n", "  sandboxd own, " how; exit }
+      printf "%-34s %5d %9.2f  p50 of create less the waits (cluster %.2f, execd %.2f)\n", \
+        "  sandboxd own, " how, n, p50(own, n), p50(cm, n), p50(em, n)
+    }' "$1"
+}
+k8s_rows() {
+  local runs=${K8S_RUNS:-100}
+  if [ "${BENCH_K8S:-1}" = 0 ] || ! command -v node >/dev/null; then
+    for l in "tusko-sandboxd k8s stand-in, warm" "tusko-sandboxd k8s stand-in, cold"; do
+      printf '%-34s %s\n' "$l" "skipped (BENCH_K8S=0 or no node)"
+    done
+    return
+  fi
+  rm -f "$OUT/k8s.env"
+  TUSKO_BUILD=$BUILD node bench/acquire/k8s-standin.mjs "$OUT/k8s.env" >"$OUT/k8s-standin.log" 2>&1 &
+  local standin=$!
+  pids+=($standin)
+  for _ in $(seq 600); do [ -s "$OUT/k8s.env" ] && break; sleep 0.05; done
+  local kenv=()
+  mapfile -t kenv <"$OUT/k8s.env"
+  # the bench asks for 512Mi: the default, so a warm pod fits the request
+  start_sandboxd kwarm 0 "${kenv[@]}" K8S_SANDBOX_WARM_POOL_SIZE=2 SANDBOX_DEFAULT_MEMORY=512Mi K8S_SANDBOX_INSTANCE=bench-warm
+  ACQUIRE_POOL_WAIT_MS=400 "$OUT/acquire" sandboxd "$URL" "$KEY" 3 "(warm-up)" warm >/dev/null
+  ACQUIRE_POOL_WAIT_MS=400 "$OUT/acquire" sandboxd "$URL" "$KEY" "$runs" "tusko-sandboxd k8s stand-in, warm" warm
+  kill "${pids[-1]}" && wait "${pids[-1]}" 2>/dev/null
+  own_share "$OUT/sandboxd-kwarm.log" warm
+  start_sandboxd kcold 0 "${kenv[@]}" K8S_SANDBOX_WARM_POOL_SIZE=0 SANDBOX_DEFAULT_MEMORY=512Mi K8S_SANDBOX_POOL=cold K8S_SANDBOX_INSTANCE=bench-cold
+  "$OUT/acquire" sandboxd "$URL" "$KEY" 3 "(warm-up)" cold >/dev/null
+  "$OUT/acquire" sandboxd "$URL" "$KEY" "$runs" "tusko-sandboxd k8s stand-in, cold" cold
+  kill "${pids[-1]}" && wait "${pids[-1]}" 2>/dev/null
+  own_share "$OUT/sandboxd-kcold.log" cold
+  kill "$standin" && wait "$standin" 2>/dev/null
+  echo "(k8s rows: the stand-in API server and process kubelet of the tests, not a cluster —"
+  echo " sandboxd's side of an acquire; a real cluster adds its API latency, scheduling and pod start)"
+}
+k8s_rows
 echo
 echo "targets: warm p50 ≤ 5 ms, cold p50 ≤ 30 ms (measured, never asserted)"

@@ -6,16 +6,12 @@ import os from 'node:os';
 import path from 'node:path';
 
 import { startProgram, stopAll, tmpdir } from '../../tests/lib/harness.mjs';
+import { printTable, stats } from '../lib/table.mjs';
 
 const TOKEN = 'bench-token-0123456789';
 const H = { 'X-EXECD-ACCESS-TOKEN': TOKEN };
 const rows = [];
 
-function stats(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  const q = (p) => s[Math.min(s.length - 1, Math.floor(p * s.length))];
-  return { med: q(0.5), p95: q(0.95), n: s.length };
-}
 function row(what, xs, unit = 'ms', note = '') {
   const st = stats(xs);
   rows.push([what, st.med.toFixed(2), st.p95.toFixed(2), unit, String(st.n), note]);
@@ -106,11 +102,5 @@ rowSpeed('  baseline: local file copy 64 MiB', cp, 64);
 await stopAll();
 fs.rmSync(ws, { recursive: true, force: true });
 
-const head = ['what', 'median', 'p95', 'unit', 'n', 'note'];
-const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-const line = (r) => r.map((c, i) => (i === 0 || i === 5 ? c.padEnd(w[i]) : c.padStart(w[i]))).join('  ');
-console.log(`tusko-execd on ${os.cpus().length} CPUs (${os.cpus()[0].model.trim()}), build/ (-O2)`);
-console.log(line(head));
-console.log(w.map((n) => '-'.repeat(n)).join('  '));
-for (const r of rows) console.log(line(r));
+printTable(`tusko-execd on ${os.cpus().length} CPUs (${os.cpus()[0].model.trim()}), build/ (-O2)`, rows);
 console.log('(MiB/s rows: "p95" is the speed of the 95th-percentile time, the slow end)');

@@ -55,15 +55,6 @@ int app_cli_backup(int argc, char **argv);
 /* `tusko restore FILE [--force]`: the exit status. */
 int app_cli_restore(int argc, char **argv);
 
-/* BACKUP_SCHEDULE's check (a tk_setting check): "off", "HH:MM" or a duration
- * of at least 1s. */
-int app_backup_check_schedule(const char *v, char *msg, size_t msglen);
-
-/* When the next scheduled backup is due after `now`: for "HH:MM" the next such
- * local time strictly after now; for an interval, now + interval. 0 when the
- * schedule is "off" (or bad). */
-time_t app_backup_next(const char *schedule, time_t now);
-
 /* mkdir -p: path and the folders above it (new ones with mode); -1 (errno). */
 int app_backup_mkdir_p(const char *path, unsigned mode);
 

@@ -1,10 +1,13 @@
 #include "app/cli.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "app/account.h"
 #include "app/app.h"
 #include "app/auth/password.h"
 #include "app/auth/tokens.h"
@@ -138,11 +141,122 @@ static int user_add(int argc, char **argv)
     return 0;
 }
 
+/* The user named by --email: 0 with uid, else the exit code (message given). */
+static int user_by_email(const char *cmd, const char *given, char uid[TK_UUID_LEN])
+{
+    char email[256];
+    if (!given || app_email_normalize(given, email, sizeof email) != TK_OK) {
+        fprintf(stderr, "tusko %s: --email E (an existing user's email) is required\n", cmd);
+        return 2;
+    }
+    PGconn *c = app_db_acquire();
+    if (!c) {
+        fprintf(stderr, "tusko %s: no database connection\n", cmd);
+        return 1;
+    }
+    tk_status st = app_user_find_email(c, email, uid, NULL);
+    app_db_release(c);
+    if (st == TK_ENOENT)
+        fprintf(stderr, "tusko %s: no user with email %s\n", cmd, email);
+    else if (st != TK_OK)
+        fprintf(stderr, "tusko %s: the database did not answer\n", cmd);
+    return st == TK_OK ? 0 : 1;
+}
+
+/* tusko user export --email E --out FILE: the archive GET /api/me/export gives */
+static int user_export(int argc, char **argv)
+{
+    struct opt opts[] = {{"email", 1, NULL}, {"out", 1, NULL}};
+    int rc = parse_opts("user export", argc, argv, opts, TK_ARRAY_LEN(opts));
+    if (rc)
+        return rc;
+    if (!opts[1].value || !*opts[1].value) {
+        fprintf(stderr, "usage: tusko user export --email E --out FILE\n");
+        return 2;
+    }
+    char uid[TK_UUID_LEN];
+    if ((rc = user_by_email("user export", opts[0].value, uid)) != 0)
+        return rc;
+    const char *out = opts[1].value;
+    char *partial = tk_asprintf("%s.partial", out);
+    int fd = open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        fprintf(stderr, "tusko user export: cannot create %s: %s\n", partial, strerror(errno));
+        free(partial);
+        return 1;
+    }
+    PGconn *c = app_db_acquire();
+    char err[512] = "no database connection";
+    tk_status st = c ? app_account_export(c, uid, fd, err, sizeof err) : TK_ERROR;
+    if (c)
+        app_db_release(c);
+    if (st == TK_OK && (fsync(fd) != 0 || close(fd) != 0)) {
+        snprintf(err, sizeof err, "cannot write %s: %s", partial, strerror(errno));
+        st = TK_ERROR;
+        fd = -1;
+    } else if (st != TK_OK) {
+        close(fd);
+    }
+    if (st == TK_OK && rename(partial, out) != 0) {
+        snprintf(err, sizeof err, "cannot rename %s to %s: %s", partial, out, strerror(errno));
+        st = TK_ERROR;
+    }
+    if (st != TK_OK) {
+        unlink(partial);
+        fprintf(stderr, "tusko user export: %s\n", err);
+    } else {
+        printf("%s\n", out);
+    }
+    free(partial);
+    return st == TK_OK ? 0 : 1;
+}
+
+/* tusko user delete --email E --yes: what DELETE /api/me does, as an operator */
+static int user_delete(int argc, char **argv)
+{
+    struct opt opts[] = {{"email", 1, NULL}, {"yes", 0, NULL}};
+    int rc = parse_opts("user delete", argc, argv, opts, TK_ARRAY_LEN(opts));
+    if (rc)
+        return rc;
+    if (!opts[1].value) {
+        fprintf(stderr, "tusko user delete: this removes the account and everything of it for "
+                        "good; add --yes to go on\n");
+        return 2;
+    }
+    char uid[TK_UUID_LEN];
+    if ((rc = user_by_email("user delete", opts[0].value, uid)) != 0)
+        return rc;
+    PGconn *c = app_db_acquire();
+    if (!c) {
+        fprintf(stderr, "tusko user delete: no database connection\n");
+        return 1;
+    }
+    json_t *answer = NULL;
+    char err[600];
+    tk_status st = app_account_delete(c, uid, "cli", &answer, err, sizeof err);
+    app_db_release(c);
+    if (st != TK_OK) {
+        fprintf(stderr, "tusko user delete: %s\n", err);
+        return 1;
+    }
+    char *text = json_dumps(answer, JSON_SORT_KEYS);
+    printf("%s\n", text ? text : "{}");
+    free(text);
+    json_decref(answer);
+    return 0;
+}
+
 int app_cli_user(int argc, char **argv)
 {
     if (argc >= 1 && strcmp(argv[0], "add") == 0)
         return user_add(argc - 1, argv + 1);
-    fprintf(stderr, "usage: tusko user add --email E [--name N] [--password-stdin]\n");
+    if (argc >= 1 && strcmp(argv[0], "export") == 0)
+        return user_export(argc - 1, argv + 1);
+    if (argc >= 1 && strcmp(argv[0], "delete") == 0)
+        return user_delete(argc - 1, argv + 1);
+    fprintf(stderr, "usage: tusko user add --email E [--name N] [--password-stdin]\n"
+                    "       tusko user export --email E --out FILE\n"
+                    "       tusko user delete --email E --yes\n");
     return 2;
 }
 

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/agent/agent.h"
-#include "app/agent/subagent.h"
+#include "app/tools/subagent.h"
+#include "app/agent_start.h"
 #include "app/app.h"
 #include "app/auth/password.h"
 #include "app/backup.h"
@@ -88,7 +88,7 @@ static int serve(void)
         app_durability_check(c);
         app_db_release(c);
     }
-    tk_status st = agent_init(err, sizeof err);
+    tk_status st = app_agent_start(err, sizeof err);
     if (st != TK_OK) {
         /* a bad setting (e.g. a SUBAGENT_<ROLE>_MODEL outside TUSKO_MODELS)
          * exits 2, as other settings do */
@@ -98,14 +98,14 @@ static int serve(void)
     tk_httpd *h = app_server_start(&prog, err, sizeof err);
     if (!h) {
         fprintf(stderr, "tusko: %s\n", err);
-        agent_shutdown();
+        app_agent_stop();
         return 1;
     }
     tk_info("main", "msg=\"listening\" url=%s", tk_httpd_url(h));
     int sig = tk_prog_wait();
     tk_info("main", "msg=\"stopping\" signal=%d", sig);
     tk_httpd_stop(h);
-    agent_shutdown();
+    app_agent_stop();
     return 0;
 }
 

@@ -5,34 +5,26 @@
 #include <string.h>
 
 #include "app/app.h"
-#include "app/agent/events.h"
-#include "app/agent/files.h"
+#include "app/account.h"
+#include "app/agent/hub.h"
+#include "app/files.h"
+#include "app/skills_api.h"
 #include "app/agent/trace.h"
 #include "app/agent/turn.h"
 #include "app/auth/auth.h"
 #include "app/auth/local.h"
 #include "app/auth/oidc.h"
+#include "app/headers.h"
 #include "app/markdown.h"
 #include "app/me.h"
 #include "app/sandbox/sandbox.h"
+#include "app/notify/notify.h"
+#include "app/schedules/schedules_api.h"
 #include "app/sessions.h"
 #include "app/utopia/routes.h"
 #include "app/upload.h"
 #include "app/web.h"
 #include "lib/log.h"
-
-#define SECURITY_HEADERS                                                                           \
-    "X-Content-Type-Options", "nosniff", "X-Frame-Options", "DENY", "Referrer-Policy",             \
-        "same-origin", "Cross-Origin-Opener-Policy", "same-origin",                                \
-        "Cross-Origin-Resource-Policy", "same-origin", "Permissions-Policy",                       \
-        "camera=(), microphone=(), geolocation=(), payment=()", "Content-Security-Policy",         \
-        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "    \
-        "connect-src 'self'; frame-src 'self'; object-src 'none'; base-uri 'none'; "               \
-        "form-action 'self'; frame-ancestors 'none'"
-
-const char *const app_security_headers[] = {SECURITY_HEADERS, NULL};
-const char *const app_security_headers_https[] = {SECURITY_HEADERS, "Strict-Transport-Security",
-                                                  "max-age=31536000; includeSubDomains", NULL};
 
 struct route_set {
     const tk_route *routes;
@@ -44,15 +36,21 @@ static const struct route_set sets[] = {
     {app_local_routes, &app_local_nroutes},       /* /api/auth/... (sign-in, public) */
     {app_oidc_routes, &app_oidc_nroutes},         /* /api/auth/oidc/... (public) */
     {app_me_routes, &app_me_nroutes},             /* /api/me, /api/models */
+    {app_account_routes, &app_account_nroutes},   /* GET /api/me/export, DELETE /api/me */
     {agent_turn_routes, &agent_turn_nroutes},     /* POST /api/sessions/{id}/messages|cancel */
-    {agent_events_routes, &agent_events_nroutes}, /* GET /api/sessions/{id}/events */
+    {agent_hub_routes, &agent_hub_nroutes},       /* GET /api/sessions/{id}/events */
     {app_upload_routes, &app_upload_nroutes},     /* .../files/upload (upload.c) */
     {agent_files_routes, &agent_files_nroutes},   /* .../files..., /api/downloads/{id} */
     {agent_trace_routes, &agent_trace_nroutes},   /* GET /api/turns/{id}/trace */
-    {sbx_routes, &sbx_nroutes},                   /* GET /api/sandboxes */
+    {sandbox_routes, &sandbox_nroutes},           /* GET /api/sandboxes */
     {app_sessions_routes, &app_sessions_nroutes}, /* /api/sessions... */
+    /* /api/schedules... */
+    {schedules_api_routes, &schedules_api_nroutes},
+    /* /api/notify/telegram... */
+    {notify_routes, &notify_nroutes},
     {utopia_routes, &utopia_nroutes},             /* /api/utopia/... */
     {app_markdown_routes, &app_markdown_nroutes}, /* /api/markdown */
+    {skills_api_routes, &skills_api_nroutes},     /* /api/skills... */
     {app_web_routes, &app_web_nroutes},           /* the web UI: /, /c/{id}, /assets/... */
 };
 
@@ -82,6 +80,7 @@ tk_httpd *app_server_start(const tk_prog *prog, char *err, size_t errlen)
         .auth = app_auth_hook,
         .headers = a->secure_cookies ? app_security_headers_https : app_security_headers,
     };
+    tk_prog_http_config(&hc);
     tk_httpd *h = tk_httpd_start(&hc, table, n, err, errlen);
     if (h)
         tk_info("http", "msg=\"routes\" count=%zu", n);

@@ -1,6 +1,7 @@
 /*
  * server.h — the tusko HTTP server: one route table assembled from every
- * module's route array, the auth hook, and security headers on every response.
+ * module's route array, the auth hook, and the security headers (headers.h) on
+ * every response.
  *
  * Adding routes (see src/app/README.md):
  *   1. in your module's header:  extern const tk_route agent_routes[];
@@ -22,10 +23,5 @@
 
 /* Starts serving on TUSKO_LISTEN (app_init must have run). NULL with err. */
 tk_httpd *app_server_start(const tk_prog *prog, char *err, size_t errlen);
-
-/* The security headers every response carries ("Name", "value", ..., NULL). */
-extern const char *const app_security_headers[];
-/* Same plus Strict-Transport-Security, for an https TUSKO_PUBLIC_URL. */
-extern const char *const app_security_headers_https[];
 
 #endif

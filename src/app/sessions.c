@@ -76,6 +76,38 @@ tk_status app_message_add(PGconn *c, const char *session_id, const char *role, c
         c, "INSERT INTO messages (id, session_id, role, content) VALUES ($1, $2, $3, $4)", 4, p);
 }
 
+int app_sessions_retention_sweep(PGconn *c, int64_t retention_ms, int max)
+{
+    char secs[32], lim[16];
+    snprintf(secs, sizeof secs, "%.3f", (double)retention_ms / 1000.0);
+    snprintf(lim, sizeof lim, "%d", max);
+    const char *p[] = {secs, lim};
+    /* SKIP LOCKED: instances sweeping at once take different chats */
+    PGresult *r = tk_pg_query(
+        c,
+        "DELETE FROM chat_sessions WHERE id IN (SELECT s.id FROM chat_sessions s WHERE "
+        "s.updated_at < now() - make_interval(secs => $1::double precision) AND NOT EXISTS "
+        "(SELECT 1 FROM turns t WHERE t.session_id = s.id AND t.state IN ('queued', 'running')) "
+        "ORDER BY s.updated_at LIMIT $2::int FOR UPDATE SKIP LOCKED) RETURNING id, user_id",
+        2, p);
+    if (!tk_pg_ok(r)) {
+        PQclear(r);
+        return -1;
+    }
+    int n = PQntuples(r);
+    for (int i = 0; i < n; i++) {
+        const char *sid = PQgetvalue(r, i, 0), *uid = PQgetvalue(r, i, 1);
+        tk_info("sessions",
+                "msg=\"chat session deleted: not touched within CHAT_RETENTION\" "
+                "session=%s user=%s",
+                sid, uid);
+        for (size_t k = 0; k < nhooks; k++)
+            hooks[k].fn(sid, uid, hooks[k].ud);
+    }
+    PQclear(r);
+    return n;
+}
+
 /* ---------- handlers ---------- */
 
 /* Parses the JSON text of column 0 of each row into an array. */

@@ -54,6 +54,12 @@ tk_status app_message_add(PGconn *c, const char *session_id, const char *role, c
 typedef void (*app_session_deleted_fn)(const char *session_id, const char *user_id, void *ud);
 void app_sessions_on_delete(app_session_deleted_fn fn, void *ud);
 
+/* CHAT_RETENTION: deletes up to `max` chats not touched (updated_at) for
+ * retention_ms and without a queued or running turn, then runs the delete
+ * hooks for each, as DELETE /api/sessions/{id} does. Returns how many went,
+ * -1 on a database error. Blocking (the hooks call the sandbox service). */
+int app_sessions_retention_sweep(PGconn *c, int64_t retention_ms, int max);
+
 extern const tk_route app_sessions_routes[];
 extern const size_t app_sessions_nroutes;
 

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "app/backup.h"
+#include "app/backup_schedule.h"
 #include "app/models.h"
 #include "app/weburl.h"
 #include "lib/buf.h"
@@ -108,6 +108,10 @@ static tk_setting table[] = {
     {"TUSKO_DOWNLOAD_MAX", "download-max", TK_SET_INT, "52428800",
      "bytes of one stored download at most", .min = 1024, .max = 1LL << 30,
      .out = &S.download_max},
+    /* skills */
+    {"SKILLS_PROMPT_BUDGET", "skills-prompt-budget", TK_SET_INT, "2500",
+     "characters of the system prompt the skills catalogue may take (the rest: list_skills)",
+     .min = 0, .max = 8000, .out = &S.skills_prompt_budget},
     {"WEB_FETCH_MAX_CHARS", "web-fetch-max-chars", TK_SET_INT, "20000",
      "characters of a page web_fetch returns at most (the rest is cut, with a note)",
      .min = 100, .max = 10000000, .out = &S.web_fetch_max_chars},
@@ -137,6 +141,21 @@ static tk_setting table[] = {
     /* guardrails and accounts */
     {"CHAT_RATE_LIMIT_MAX", "chat-rate-limit-max", TK_SET_INT, "30",
      "chat requests per user per minute", .min = 1, .max = 1000000, .out = &S.chat_rate_limit_max},
+    {"CHAT_RETENTION", "chat-retention", TK_SET_DURATION, NULL,
+     "delete chats not touched for this long (unset: keep them)", .min = 1000,
+     .max = 100LL * 366 * 24 * 3600 * 1000, .out = &S.chat_retention_ms},
+    {"USER_MAX_STREAMS", "user-max-streams", TK_SET_INT, "16",
+     "event streams one user holds open on this instance (a new one closes the oldest)",
+     .min = 1, .max = 100000, .out = &S.user_max_streams},
+    {"USER_MAX_ACTIVE_TURNS", "user-max-active-turns", TK_SET_INT, "8",
+     "turns queued or running at once across one user's chats (all instances)", .min = 1,
+     .max = 100000, .out = &S.user_max_active_turns},
+    {"USER_MAX_UPLOADS", "user-max-uploads", TK_SET_INT, "4",
+     "uploads one user sends at once to this instance", .min = 1, .max = 10000,
+     .out = &S.user_max_uploads},
+    {"API_TOKEN_RATE_LIMIT", "api-token-rate-limit", TK_SET_INT, "600",
+     "requests a minute one API token may make to this instance", .min = 1, .max = 100000000,
+     .out = &S.api_token_rate_limit},
     {"TUSKO_SESSION_TTL", "session-ttl", TK_SET_DURATION, "7d", "lifetime of a sign-in session",
      .min = 60 * 1000, .max = 366LL * 24 * 3600 * 1000, .out = &S.session_ttl_ms},
     {"TUSKO_LOGIN_MAX_FAILURES", "login-max-failures", TK_SET_INT, "10",
@@ -184,6 +203,12 @@ static tk_setting table[] = {
 
     /* subagents (docs/AGENT.md) */
     SUBAGENT_SETTINGS(S.subagent),
+
+    /* scheduled tasks (docs/SCHEDULES.md) */
+    SCHEDULES_SETTINGS(S.schedules),
+
+    /* Telegram notifications (docs/NOTIFY.md) */
+    NOTIFY_SETTINGS(S.notify),
 };
 /* clang-format on */
 

@@ -18,7 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "app/agent/subagent.h"
+#include "app/notify/notify_settings.h"
+#include "app/schedules/schedules_settings.h"
+#include "app/tools/subagent_settings.h"
 #include "app/utopia/utopia.h"
 #include "lib/common.h"
 #include "lib/config.h"
@@ -81,6 +83,9 @@ typedef struct {
     int64_t download_max;        /* TUSKO_DOWNLOAD_MAX (bytes) */
     int64_t web_fetch_max_chars; /* WEB_FETCH_MAX_CHARS */
 
+    /* skills (docs/SKILLS.md) */
+    int64_t skills_prompt_budget; /* SKILLS_PROMPT_BUDGET: characters of the catalogue */
+
     /* outbound fetch checks (lib/ssrf.h): listed here for --help; the policy is
      * built from the environment by tk_ssrf_policy_from_env (app_init) */
     char *ssrf_env[APP_SSRF_SETTINGS];
@@ -91,14 +96,19 @@ typedef struct {
     int64_t max_sandboxes_per_user;   /* MAX_SANDBOXES_PER_USER */
     char *sandbox_image;              /* SANDBOX_IMAGE */
     int64_t sandbox_idle_ttl_ms;      /* SANDBOX_IDLE_TTL */
+    int64_t chat_retention_ms;        /* CHAT_RETENTION; 0 (unset): chats are kept */
     char *sandbox_cpu;                /* SANDBOX_CPU */
     char *sandbox_memory;             /* SANDBOX_MEMORY */
     int64_t sandbox_start_timeout_ms; /* SANDBOX_START_TIMEOUT */
 
     /* guardrails and accounts */
-    int64_t chat_rate_limit_max; /* CHAT_RATE_LIMIT_MAX per user per minute */
-    int64_t session_ttl_ms;      /* TUSKO_SESSION_TTL: sign-in session lifetime */
-    int64_t login_max_failures;  /* TUSKO_LOGIN_MAX_FAILURES per account per 15 min */
+    int64_t chat_rate_limit_max;   /* CHAT_RATE_LIMIT_MAX per user per minute */
+    int64_t user_max_streams;      /* USER_MAX_STREAMS: event streams a user holds open here */
+    int64_t user_max_active_turns; /* USER_MAX_ACTIVE_TURNS across a user's chats */
+    int64_t user_max_uploads;      /* USER_MAX_UPLOADS: uploads in flight here */
+    int64_t api_token_rate_limit;  /* API_TOKEN_RATE_LIMIT: requests a minute per API token */
+    int64_t session_ttl_ms;        /* TUSKO_SESSION_TTL: sign-in session lifetime */
+    int64_t login_max_failures;    /* TUSKO_LOGIN_MAX_FAILURES per account per 15 min */
 
     /* OpenID Connect (off unless OIDC_ISSUER and OIDC_CLIENT_ID are set) */
     char *oidc_issuer;        /* OIDC_ISSUER, NULL when unset */
@@ -120,6 +130,12 @@ typedef struct {
 
     /* subagents: delegate_subagent's roles (SUBAGENT_*, docs/AGENT.md) */
     agent_subagent_config subagent;
+
+    /* scheduled tasks (SCHEDULE*_, docs/SCHEDULES.md) */
+    schedules_config schedules;
+
+    /* Telegram notifications (TELEGRAM_*, docs/NOTIFY.md) */
+    notify_config notify;
 } app_settings;
 
 /* The settings table (for tk_prog); loading it fills app_settings_values(). */

@@ -4,10 +4,11 @@
 #include <string.h>
 
 #include "app/agent/events.h"
-#include "app/agent/workspace.h"
+#include "app/workspace.h"
 #include "app/app.h"
 #include "app/auth/auth.h"
 #include "app/sessions.h"
+#include "app/sandbox/execd.h"
 #include "app/sandbox/sandbox.h"
 #include "lib/json.h"
 #include "lib/log.h"
@@ -15,7 +16,7 @@
 
 /* Tells the chat that the upload started its sandbox (the same event a tool's
  * first write makes, without a turn). */
-static void announce_spawn(const char *sid, const sbx_handle *h)
+static void announce_spawn(const char *sid, const sandbox_handle *h)
 {
     const app_settings *cfg = app_get()->cfg;
     char ttl[32], quota[64], idle[64];
@@ -71,9 +72,10 @@ static void h_upload(tk_req *r, void *ud)
                          (long long)a->cfg->download_max);
         return;
     }
-    sbx_session s = {.user_id = u->id, .session_id = sid, .trigger = "file upload to /workspace"};
-    sbx_handle h;
-    sbx_quota q = {0};
+    sandbox_session s = {
+        .user_id = u->id, .session_id = sid, .trigger = "file upload to /workspace"};
+    sandbox_handle h;
+    sandbox_quota q = {0};
     tk_status st = getOrCreateOpenSandbox(&s, &h, &q, msg, sizeof msg);
     if (st == TK_EDENIED && q.max > 0) {
         tk_respond_error(r, 429, "SANDBOX_QUOTA", "%s", msg);
@@ -85,9 +87,9 @@ static void h_upload(tk_req *r, void *ud)
     }
     if (h.spawn.created)
         announce_spawn(sid, &h);
-    st = sbx_write_file(&h, path, body ? body : "", len, msg, sizeof msg);
+    st = sandbox_execd_write_file(&h, path, body ? body : "", len, msg, sizeof msg);
     int started = h.spawn.created;
-    sbx_handle_free(&h);
+    sandbox_handle_free(&h);
     if (st != TK_OK) {
         tk_respond_error(r, 502, "SANDBOX_UNAVAILABLE", "the file could not be written: %s", msg);
         return;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/server.h"
+#include "app/headers.h"
 #include "lib/embed.h"
 
 extern const struct tk_embed_file tk_embed_web[];
@@ -156,6 +156,7 @@ const tk_route app_web_routes[] = {
     {"GET", "/", h_index, NULL, TK_ROUTE_PUBLIC},
     {"GET", "/c/{id}", h_index, NULL, TK_ROUTE_PUBLIC},
     {"GET", "/memory", h_index, NULL, TK_ROUTE_PUBLIC},
+    {"GET", "/schedules", h_index, NULL, TK_ROUTE_PUBLIC},
     {"GET", "/settings", h_index, NULL, TK_ROUTE_PUBLIC},
     {"GET", "/assets/*", h_asset, NULL, TK_ROUTE_PUBLIC},
 };

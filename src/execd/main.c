@@ -18,6 +18,7 @@
 #include "execd/metrics.h"
 #include "execd/proc.h"
 #include "execd/session.h"
+#include "lib/execd_port.h"
 #include "lib/httpd.h"
 #include "lib/log.h"
 #include "lib/prog.h"
@@ -27,7 +28,7 @@ execd_config execd_cfg;
 static char *opt_listen, *opt_workspace, *opt_token, *opt_python;
 
 static tk_setting settings[] = {
-    {"EXECD_LISTEN", "listen", TK_SET_STR, "0.0.0.0:44772",
+    {"EXECD_LISTEN", "listen", TK_SET_STR, "0.0.0.0:" TK_EXECD_PORT_STR,
      "address to serve on (host:port or unix:/path)", .out = &opt_listen,
      .check = tk_config_check_listen},
     {"EXECD_WORKSPACE", "workspace", TK_SET_STR, "/workspace",
@@ -177,6 +178,7 @@ int main(int argc, char **argv)
         .ud = opt_token,
         .workers = 32,
     };
+    tk_prog_http_config(&hc);
     tk_httpd *h = tk_httpd_start(&hc, routes, TK_ARRAY_LEN(routes), err, sizeof err);
     if (!h) {
         fprintf(stderr, "tusko-execd: %s\n", err);

@@ -79,6 +79,12 @@ static int progress_cb(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
     return 0;
 }
 
+/* a shared connection cache (tk_httpc_share_new below) */
+struct tk_httpc_share {
+    CURLSH *sh;
+    pthread_mutex_t mu[CURL_LOCK_DATA_LAST];
+};
+
 tk_status tk_httpc_do(const tk_httpc_req *req, tk_httpc_resp *resp)
 {
     tk_httpc_global_init();
@@ -119,6 +125,10 @@ tk_status tk_httpc_do(const tk_httpc_req *req, tk_httpc_resp *resp)
                      req->connect_timeout_ms ? req->connect_timeout_ms : 10000L);
     if (req->unix_socket)
         curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, req->unix_socket);
+    if (req->ca_file)
+        curl_easy_setopt(c, CURLOPT_CAINFO, req->ca_file);
+    if (req->share)
+        curl_easy_setopt(c, CURLOPT_SHARE, req->share->sh);
     const char *method = req->method ? req->method : (req->body ? "POST" : "GET");
     if (req->body) {
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->body);
@@ -231,4 +241,46 @@ tk_status tk_httpc_json(const char *method, const char *url, const char *unix_so
     }
     tk_httpc_resp_free(&resp);
     return st;
+}
+
+/* ---------- a shared connection cache ---------- */
+
+static void share_lock(CURL *c, curl_lock_data data, curl_lock_access access, void *ud)
+{
+    (void)c;
+    (void)access;
+    pthread_mutex_lock(&((tk_httpc_share *)ud)->mu[data]);
+}
+
+static void share_unlock(CURL *c, curl_lock_data data, void *ud)
+{
+    (void)c;
+    pthread_mutex_unlock(&((tk_httpc_share *)ud)->mu[data]);
+}
+
+tk_httpc_share *tk_httpc_share_new(void)
+{
+    tk_httpc_share *s = tk_calloc(1, sizeof *s);
+    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+        pthread_mutex_init(&s->mu[i], NULL);
+    s->sh = curl_share_init();
+    if (!s->sh)
+        tk_oom();
+    curl_share_setopt(s->sh, CURLSHOPT_LOCKFUNC, share_lock);
+    curl_share_setopt(s->sh, CURLSHOPT_UNLOCKFUNC, share_unlock);
+    curl_share_setopt(s->sh, CURLSHOPT_USERDATA, s);
+    curl_share_setopt(s->sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+    curl_share_setopt(s->sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    curl_share_setopt(s->sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    return s;
+}
+
+void tk_httpc_share_free(tk_httpc_share *s)
+{
+    if (!s)
+        return;
+    curl_share_cleanup(s->sh);
+    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+        pthread_mutex_destroy(&s->mu[i]);
+    free(s);
 }

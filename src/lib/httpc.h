@@ -22,6 +22,7 @@ typedef struct {
     const char *method; /* default GET, or POST when a body is given */
     const char *url;
     const char *unix_socket;    /* connect here instead of the URL's host */
+    const char *ca_file;        /* verify the server against this CA bundle (PEM) */
     const char *const *headers; /* "Name: value" strings, NULL-terminated */
     const void *body;
     size_t body_len;
@@ -35,6 +36,10 @@ typedef struct {
     void *ud;
     /* Polled during the transfer: non-zero aborts it (TK_ECLOSED). */
     const volatile int *cancel;
+    /* When set (tk_httpc_share_new), connections, TLS sessions and DNS answers
+     * are kept between calls made with it: a call to the same server reuses an
+     * idle connection instead of a new TCP and TLS handshake. */
+    struct tk_httpc_share *share;
 } tk_httpc_req;
 
 typedef struct {
@@ -58,6 +63,11 @@ const char *tk_httpc_resp_header(const tk_httpc_resp *resp, const char *name, ch
 tk_status tk_httpc_json(const char *method, const char *url, const char *unix_socket,
                         const char *const *headers, json_t *body, long timeout_ms, long *status,
                         json_t **out, char *err, size_t errlen);
+
+/* A cache of connections shared by the calls given it, from any thread. */
+typedef struct tk_httpc_share tk_httpc_share;
+tk_httpc_share *tk_httpc_share_new(void);
+void tk_httpc_share_free(tk_httpc_share *s);
 
 /* Must be called once before threads start (curl_global_init). */
 void tk_httpc_global_init(void);

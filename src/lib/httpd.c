@@ -41,6 +41,50 @@ struct hdr {
 
 enum { REQ_NEW = 0, REQ_RECEIVING, REQ_DISPATCHED };
 
+/* What a connection waits for: its next request's headers, the rest of a body,
+ * or nothing from the client (a handler or a response is under way). */
+enum { CONN_WAIT = 0, CONN_BODY, CONN_BUSY };
+
+/* Connections and requests in flight of one client address. */
+struct client {
+    struct client *next;
+    tk_ip key;
+    unsigned conns; /* direct connections */
+    unsigned reqs;  /* forwarded requests in flight (behind a trusted proxy) */
+};
+
+#define CLIENT_BUCKETS 1024
+
+/* One open connection (MHD's socket context), from NOTIFY_STARTED to _CLOSED. */
+struct conn {
+    struct conn *prev, *next;
+    struct client *client; /* NULL: not counted (unix socket, trusted proxy) */
+    int fd;
+    int phase;
+    int closing; /* shut down by the limits; MHD closes it */
+    unsigned served;
+    int64_t since_ms; /* the phase's start */
+    uint64_t body_bytes;
+    char ip[48];
+};
+
+/* The kinds of refusal, each logged at most once per TK_HTTPD_LIMIT_LOG_S. */
+enum {
+    LIM_PER_IP = 0,
+    LIM_HEADERS,
+    LIM_IDLE,
+    LIM_BODY,
+    LIM_FORWARDED,
+    LIM_TOTAL,
+    LIM_KINDS,
+};
+
+struct limlog {
+    int64_t last_ms;
+    uint64_t pending; /* refusals not yet logged */
+    char ip[48];      /* the latest one's client */
+};
+
 struct tk_req {
     tk_httpd *h;
     struct MHD_Connection *conn;
@@ -49,6 +93,8 @@ struct tk_req {
     char method[16];
     char id[40];
     char ip[64];
+    struct conn *c;     /* its connection's record */
+    struct client *fwd; /* the forwarded client counted for it, or NULL */
     tk_kv *query;
     size_t nquery;
     const struct route_rt *route;
@@ -110,6 +156,12 @@ struct tk_httpd {
     int stopping;
     tk_stream *streams;
     size_t nstreams;
+
+    pthread_mutex_t clock; /* connections, clients, limit logs */
+    struct conn *conns;
+    size_t nconns;
+    struct client *clients[CLIENT_BUCKETS];
+    struct limlog lim[LIM_KINDS];
 };
 
 /* ---------- helpers ---------- */
@@ -124,9 +176,271 @@ static void hlog(const char *fmt, va_list ap)
     tk_warn("httpd", "msg=\"libmicrohttpd: %s\"", msg);
 }
 
+static void limit_note(tk_httpd *h, int kind, const char *ip);
+
 static void mhd_logger(void *cls, const char *fmt, va_list ap)
 {
+    /* said for every connection refused at the total cap: counted instead */
+    if (strstr(fmt, "reached connection limit")) {
+        limit_note(cls, LIM_TOTAL, "-");
+        return;
+    }
     hlog(fmt, ap);
+}
+
+/* ---------- per-client limits ---------- */
+
+static const char *const lim_what[LIM_KINDS] = {
+    [LIM_PER_IP] = "connection refused: too many connections from one client address",
+    [LIM_HEADERS] = "connection closed: request line and headers not received in time",
+    [LIM_IDLE] = "connection closed: idle between requests for too long",
+    [LIM_BODY] = "connection closed: request body arriving below the minimum rate",
+    [LIM_FORWARDED] = "request refused (429): too many requests in flight from one client",
+    [LIM_TOTAL] = "connection refused: the server is at its connection limit",
+};
+
+/* Logs the kind's pending refusals if the interval has passed. clock held. */
+static void limit_flush(tk_httpd *h, int kind, int64_t now)
+{
+    struct limlog *l = &h->lim[kind];
+    if (!l->pending || now - l->last_ms < TK_HTTPD_LIMIT_LOG_S * 1000)
+        return;
+    tk_warn(h->name, "msg=\"%s\" client=%s refusals=%llu interval_s=%d", lim_what[kind], l->ip,
+            (unsigned long long)l->pending, TK_HTTPD_LIMIT_LOG_S);
+    l->pending = 0;
+    l->last_ms = now;
+}
+
+static void limit_note_locked(tk_httpd *h, int kind, const char *ip)
+{
+    struct limlog *l = &h->lim[kind];
+    l->pending++;
+    snprintf(l->ip, sizeof l->ip, "%s", ip);
+    limit_flush(h, kind, tk_mono_ms());
+}
+
+static void limit_note(tk_httpd *h, int kind, const char *ip)
+{
+    pthread_mutex_lock(&h->clock);
+    limit_note_locked(h, kind, ip);
+    pthread_mutex_unlock(&h->clock);
+}
+
+/* The address limits count by: an IPv4 address, or an IPv6 address's /64. */
+static tk_ip client_key(const tk_ip *ip)
+{
+    tk_ip k = tk_ip_unmapped(ip);
+    if (k.family == 6)
+        memset(k.b + 8, 0, 8);
+    return k;
+}
+
+static size_t client_bucket(const tk_ip *k)
+{
+    uint32_t x = 2166136261u;
+    for (int i = 0; i < 16; i++)
+        x = (x ^ k->b[i]) * 16777619u;
+    return (x ^ (uint32_t)k->family) % CLIENT_BUCKETS;
+}
+
+/* clock held. create: make the record when there is none. */
+static struct client *client_get(tk_httpd *h, const tk_ip *ip, int create)
+{
+    tk_ip k = client_key(ip);
+    size_t b = client_bucket(&k);
+    for (struct client *c = h->clients[b]; c; c = c->next)
+        if (c->key.family == k.family && memcmp(c->key.b, k.b, 16) == 0)
+            return c;
+    if (!create)
+        return NULL;
+    struct client *c = tk_calloc(1, sizeof *c);
+    c->key = k;
+    c->next = h->clients[b];
+    h->clients[b] = c;
+    return c;
+}
+
+/* clock held: frees the record once nothing counts on it. */
+static void client_release(tk_httpd *h, struct client *c)
+{
+    if (c->conns || c->reqs)
+        return;
+    struct client **pp = &h->clients[client_bucket(&c->key)];
+    while (*pp != c)
+        pp = &(*pp)->next;
+    *pp = c->next;
+    free(c);
+}
+
+static int sockaddr_ip(const struct sockaddr *sa, tk_ip *ip)
+{
+    memset(ip, 0, sizeof *ip);
+    if (!sa)
+        return 0;
+    if (sa->sa_family == AF_INET) {
+        ip->family = 4;
+        memcpy(ip->b, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+        return 1;
+    }
+    if (sa->sa_family == AF_INET6) {
+        ip->family = 6;
+        memcpy(ip->b, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+        return 1;
+    }
+    return 0;
+}
+
+/* Whether a connection from ip is counted and limited (not a trusted proxy's). */
+static int client_counted(const tk_httpd *h, const tk_ip *ip)
+{
+    return h->cfg.per_ip_limit && !tk_cidr_list_match(h->cfg.trusted, ip);
+}
+
+/* MHD's accept policy: refuses a client at its limit before MHD allocates anything. */
+static enum MHD_Result accept_cb(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+    tk_httpd *h = cls;
+    tk_ip ip;
+    if (!sockaddr_ip(addr, &ip) || !client_counted(h, &ip))
+        return MHD_YES;
+    pthread_mutex_lock(&h->clock);
+    struct client *c = client_get(h, &ip, 0);
+    int over = c && c->conns >= h->cfg.per_ip_limit;
+    if (over) {
+        char s[48];
+        tk_ip_format(&ip, s, sizeof s);
+        limit_note_locked(h, LIM_PER_IP, s);
+    }
+    pthread_mutex_unlock(&h->clock);
+    return over ? MHD_NO : MHD_YES;
+}
+
+static void conn_notify(void *cls, struct MHD_Connection *mc, void **socket_context,
+                        enum MHD_ConnectionNotificationCode toe)
+{
+    tk_httpd *h = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        struct conn *c = tk_calloc(1, sizeof *c);
+        const union MHD_ConnectionInfo *fi =
+            MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+        const union MHD_ConnectionInfo *ai =
+            MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        c->fd = fi ? fi->connect_fd : -1;
+        c->since_ms = tk_mono_ms();
+        tk_ip ip;
+        int have_ip = ai && sockaddr_ip(ai->client_addr, &ip);
+        snprintf(c->ip, sizeof c->ip, "%s", have_ip ? "" : "unix");
+        if (have_ip)
+            tk_ip_format(&ip, c->ip, sizeof c->ip);
+        pthread_mutex_lock(&h->clock);
+        c->next = h->conns;
+        if (h->conns)
+            h->conns->prev = c;
+        h->conns = c;
+        h->nconns++;
+        if (have_ip && client_counted(h, &ip)) {
+            c->client = client_get(h, &ip, 1);
+            /* a second line of defence: accept_cb's check and this count are
+             * not one step, so two threads may both have let one in */
+            if (++c->client->conns > h->cfg.per_ip_limit && c->fd >= 0) {
+                shutdown(c->fd, SHUT_RDWR);
+                c->closing = 1;
+                limit_note_locked(h, LIM_PER_IP, c->ip);
+            }
+        }
+        pthread_mutex_unlock(&h->clock);
+        *socket_context = c;
+        return;
+    }
+    struct conn *c = *socket_context;
+    if (!c)
+        return;
+    *socket_context = NULL;
+    pthread_mutex_lock(&h->clock);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        h->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    h->nconns--;
+    if (c->client) {
+        c->client->conns--;
+        client_release(h, c->client);
+    }
+    pthread_mutex_unlock(&h->clock);
+    free(c);
+}
+
+static void conn_phase(tk_httpd *h, struct conn *c, int phase)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&h->clock);
+    if (phase == CONN_WAIT && c->phase != CONN_WAIT)
+        c->served++;
+    if (phase != c->phase) {
+        c->phase = phase;
+        c->since_ms = tk_mono_ms();
+        c->body_bytes = 0;
+    }
+    pthread_mutex_unlock(&h->clock);
+}
+
+static void conn_body(tk_httpd *h, struct conn *c, size_t n)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&h->clock);
+    c->body_bytes += n;
+    pthread_mutex_unlock(&h->clock);
+}
+
+/*
+ * Closes what the deadlines say must go (the heartbeat thread, each second).
+ * shutdown() under clock: MHD reports a connection closed (conn_notify, which
+ * takes clock) before it closes the descriptor, so fd is still this
+ * connection's. MHD then reads the end and closes it on its own thread.
+ */
+static void limits_sweep(tk_httpd *h)
+{
+    int64_t now = tk_mono_ms();
+    int64_t hdr = h->cfg.header_timeout_ms, idle = (int64_t)h->cfg.timeout_s * 1000;
+    pthread_mutex_lock(&h->clock);
+    int near_cap = h->nconns * 4 >= (size_t)h->cfg.max_connections * 3;
+    for (struct conn *c = h->conns; c; c = c->next) {
+        if (c->closing || c->fd < 0)
+            continue;
+        int64_t age = now - c->since_ms;
+        int kind = -1;
+        if (c->phase == CONN_WAIT) {
+            if (c->served == 0 && age > hdr)
+                kind = LIM_HEADERS;
+            else if (c->served > 0 && age > (near_cap ? hdr : idle))
+                kind = LIM_IDLE;
+        } else if (c->phase == CONN_BODY && h->cfg.min_body_rate > 0) {
+            int64_t allowed =
+                hdr + (int64_t)(c->body_bytes * 1000 / (uint64_t)h->cfg.min_body_rate);
+            if (age > allowed)
+                kind = LIM_BODY;
+        }
+        if (kind < 0)
+            continue;
+        shutdown(c->fd, SHUT_RDWR);
+        c->closing = 1;
+        limit_note_locked(h, kind, c->ip);
+    }
+    for (int k = 0; k < LIM_KINDS; k++)
+        limit_flush(h, k, now);
+    pthread_mutex_unlock(&h->clock);
+}
+
+size_t tk_httpd_connection_count(tk_httpd *h)
+{
+    pthread_mutex_lock(&h->clock);
+    size_t n = h->nconns;
+    pthread_mutex_unlock(&h->clock);
+    return n;
 }
 
 tk_status tk_listen_parse(const char *listen, char *host, size_t hostlen, int *port,
@@ -781,6 +1095,11 @@ static void *heartbeat_main(void *arg)
         tk_cond_wait_ms(&h->hbcond, &h->lock, 1000);
         if (h->stopping)
             break;
+        pthread_mutex_unlock(&h->lock);
+        limits_sweep(h);
+        pthread_mutex_lock(&h->lock);
+        if (h->stopping)
+            break;
         int64_t now = tk_mono_ms(), hb = (int64_t)h->cfg.heartbeat_s * 1000;
         size_t n = 0, cap = h->nstreams;
         tk_stream **due = cap ? tk_malloc(cap * sizeof *due) : NULL;
@@ -823,6 +1142,9 @@ static void *uri_log_cb(void *cls, const char *uri, struct MHD_Connection *conn)
     r->qs = tk_arena_strdup(r->arena, q ? q + 1 : "");
     r->max_body = h->cfg.max_body;
     tk_buf_init(&r->body, r->max_body);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    r->c = ci ? ci->socket_context : NULL;
     return r;
 }
 
@@ -855,6 +1177,14 @@ static void request_done(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!r)
         return;
     *con_cls = NULL;
+    conn_phase(r->h, r->c, CONN_WAIT);
+    if (r->fwd) {
+        pthread_mutex_lock(&r->h->clock);
+        r->fwd->reqs--;
+        client_release(r->h, r->fwd);
+        pthread_mutex_unlock(&r->h->clock);
+        r->fwd = NULL;
+    }
     int quiet = r->route && (r->route->r.flags & TK_ROUTE_QUIET);
     if (!quiet) {
         double ms = (double)(tk_mono_ns() - r->start_ns) / 1e6;
@@ -868,20 +1198,61 @@ static void request_done(void *cls, struct MHD_Connection *conn, void **con_cls,
     req_unref(r);
 }
 
-static void fill_client_ip(tk_req *r)
+static enum MHD_Result xff_collect(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value)
+{
+    tk_buf *b = cls;
+    if (key && value && strcasecmp(key, "X-Forwarded-For") == 0) {
+        if (b->len)
+            tk_buf_append(b, ",", 1);
+        tk_buf_append(b, value, strlen(value));
+    }
+    return MHD_YES;
+}
+
+/* The client's address; behind a trusted proxy, X-Forwarded-For's (and the
+ * forwarded client's requests in flight are counted: 1 when over the limit). */
+static int fill_client_ip(tk_req *r)
 {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     snprintf(r->ip, sizeof r->ip, "unknown");
     if (!ci || !ci->client_addr)
-        return;
+        return 0;
     const struct sockaddr *sa = ci->client_addr;
-    if (sa->sa_family == AF_INET)
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, r->ip, sizeof r->ip);
-    else if (sa->sa_family == AF_INET6)
-        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, r->ip, sizeof r->ip);
-    else if (sa->sa_family == AF_UNIX)
-        snprintf(r->ip, sizeof r->ip, "unix");
+    tk_ip peer, client;
+    if (!sockaddr_ip(sa, &peer)) {
+        if (sa->sa_family == AF_UNIX)
+            snprintf(r->ip, sizeof r->ip, "unix");
+        return 0;
+    }
+    int believed = 0;
+    if (r->h->cfg.trusted && r->h->cfg.trusted->n && tk_cidr_list_match(r->h->cfg.trusted, &peer)) {
+        /* all of them: headers are bounded by the connection's memory limit */
+        tk_buf x;
+        tk_buf_init(&x, TK_CAP_HEADERS);
+        MHD_get_connection_values(r->conn, MHD_HEADER_KIND, xff_collect, &x);
+        believed = tk_forwarded_client(&peer, x.data, x.len, r->h->cfg.trusted, &client);
+        tk_buf_free(&x);
+    }
+    if (!believed)
+        client = peer;
+    tk_ip_format(&client, r->ip, sizeof r->ip);
+    if (!believed || !r->h->cfg.per_ip_limit)
+        return 0;
+    int over = 0;
+    pthread_mutex_lock(&r->h->clock);
+    struct client *c = client_get(r->h, &client, 1);
+    if (c->reqs >= r->h->cfg.per_ip_limit) {
+        over = 1;
+        limit_note_locked(r->h, LIM_FORWARDED, r->ip);
+        client_release(r->h, c);
+    } else {
+        c->reqs++;
+        r->fwd = c;
+    }
+    pthread_mutex_unlock(&r->h->clock);
+    return over;
 }
 
 static int valid_request_id(const char *s)
@@ -1012,13 +1383,21 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
     if (r->state == REQ_NEW) {
         r->state = REQ_RECEIVING;
         snprintf(r->method, sizeof r->method, "%s", method);
-        fill_client_ip(r);
+        conn_phase(h, r->c, CONN_BODY);
+        int over = fill_client_ip(r);
         const char *rid = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-ID");
         if (rid && valid_request_id(rid))
             snprintf(r->id, sizeof r->id, "%s", rid);
         else
             tk_uuid7(r->id);
-        route_request(r);
+        if (over) {
+            tk_respond_header(r, "Retry-After", "1");
+            tk_respond_error(r, 429, "TOO_MANY_CONNECTIONS",
+                             "too many requests at once from your address (at most %u)",
+                             h->cfg.per_ip_limit);
+        } else {
+            route_request(r);
+        }
         if (!tk_req_responded(r)) {
             const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
             int64_t n;
@@ -1041,6 +1420,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
     if (*upload_data_size) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
+        conn_body(h, r->c, n);
         if (r->state != REQ_RECEIVING || r->too_big || r->body_refused) {
             /* Discard what we refused, but not forever. */
             r->discarded += n;
@@ -1060,6 +1440,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
             r->too_big = 1;
         return MHD_YES;
     }
+    conn_phase(h, r->c, CONN_BUSY);
     if (r->state == REQ_RECEIVING) {
         r->state = REQ_DISPATCHED;
         if (r->too_big) {
@@ -1183,6 +1564,11 @@ void tk_req_headers_each(const tk_req *r, int (*fn)(const char *name, const char
     MHD_get_connection_values(r->conn, MHD_HEADER_KIND, hdr_iter_cb, &it);
 }
 
+int tk_httpd_req_upload(const tk_req *r)
+{
+    return r->route && r->route->r.max_body > r->h->cfg.max_body;
+}
+
 const char *tk_req_body(const tk_req *r, size_t *len)
 {
     if (len)
@@ -1233,7 +1619,12 @@ tk_httpd *tk_httpd_start(const tk_httpd_config *cfg, const tk_route *routes, siz
         h->cfg.heartbeat_s = 15;
     if (!h->cfg.stream_buffer)
         h->cfg.stream_buffer = 256 * 1024;
+    if (h->cfg.header_timeout_ms <= 0)
+        h->cfg.header_timeout_ms = 10000;
+    if (h->unix_path[0] || (cfg->listen && strncmp(cfg->listen, "unix:", 5) == 0))
+        h->cfg.per_ip_limit = 0;
     pthread_mutex_init(&h->lock, NULL);
+    pthread_mutex_init(&h->clock, NULL);
     pthread_cond_init(&h->qcond, NULL);
     pthread_cond_init(&h->hbcond, NULL);
     h->listen_fd = -1;
@@ -1244,7 +1635,7 @@ tk_httpd *tk_httpd_start(const tk_httpd_config *cfg, const tk_route *routes, siz
         goto fail;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ERROR_LOG;
-    struct MHD_OptionItem opts[16];
+    struct MHD_OptionItem opts[20];
     int k = 0;
     opts[k++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_logger, h};
     opts[k++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, h->listen_fd, NULL};
@@ -1258,11 +1649,9 @@ tk_httpd *tk_httpd_start(const tk_httpd_config *cfg, const tk_route *routes, siz
     if (h->cfg.threads > 1)
         opts[k++] =
             (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)h->cfg.threads, NULL};
-    if (h->cfg.per_ip_limit && !h->unix_path[0])
-        opts[k++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-                                            (intptr_t)h->cfg.per_ip_limit, NULL};
+    opts[k++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)conn_notify, h};
     opts[k++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
-    h->d = MHD_start_daemon(flags, 0, NULL, NULL, access_cb, h, MHD_OPTION_ARRAY, opts,
+    h->d = MHD_start_daemon(flags, 0, accept_cb, h, access_cb, h, MHD_OPTION_ARRAY, opts,
                             MHD_OPTION_END);
     if (!h->d) {
         snprintf(err, errlen, "cannot start the HTTP server on %s", cfg->listen);
@@ -1334,6 +1723,7 @@ void tk_httpd_stop(tk_httpd *h)
     pthread_mutex_unlock(&h->lock);
     if (!streams_left) {
         pthread_mutex_destroy(&h->lock);
+        pthread_mutex_destroy(&h->clock);
         pthread_cond_destroy(&h->qcond);
         pthread_cond_destroy(&h->hbcond);
         free(h);

@@ -16,6 +16,22 @@
  * bounded by the per-connection memory limit; idle connections time out; the
  * number of connections, total and per client address, is capped.
  *
+ * Per-client limits (docs/SECURITY.md, "Load and abuse"):
+ *   - connections per client address (per_ip_limit; an IPv6 client is its /64):
+ *     one over the limit is closed as it is accepted, before a request exists;
+ *   - the request line and headers must arrive within header_timeout_ms of the
+ *     connection opening (of the previous response ending, on a kept-alive
+ *     connection, within timeout_s; within header_timeout_ms there too while
+ *     over 3/4 of max_connections are open), else the connection is closed;
+ *   - a request body must arrive at min_body_rate bytes/s on average after a
+ *     grace of header_timeout_ms, else the connection is closed;
+ *   - behind a proxy in `trusted`, the client address is taken from
+ *     X-Forwarded-For (lib/cidr.h), the proxy's own connections are not
+ *     counted, and a forwarded client with per_ip_limit requests in flight is
+ *     answered 429 TOO_MANY_CONNECTIONS.
+ * Each kind of refusal is logged at most once per TK_HTTPD_LIMIT_LOG_S seconds,
+ * with the number of refusals since the last line.
+ *
  * Lifetimes: a tk_req and everything in its arena live until the request is
  * complete (the response sent or the client gone). A tk_stream outlives its
  * request until both the connection and the producer are done with it.
@@ -29,7 +45,10 @@
 
 #include "lib/arena.h"
 #include "lib/buf.h"
+#include "lib/cidr.h"
 #include "lib/common.h"
+
+#define TK_HTTPD_LIMIT_LOG_S 10
 
 typedef struct tk_httpd tk_httpd;
 typedef struct tk_req tk_req;
@@ -57,16 +76,19 @@ typedef struct {
 } tk_route;
 
 typedef struct {
-    const char *listen;       /* "127.0.0.1:8080", "[::1]:0", ":8080", "unix:/path", "fd:3" */
-    const char *name;         /* component name in logs */
-    size_t max_body;          /* default request body cap; 0 means 1 MiB */
-    unsigned threads;         /* MHD event-loop threads; 0 means 2 */
-    unsigned workers;         /* worker threads for blocking routes; 0 means 16 */
-    unsigned max_connections; /* 0 means 4096 */
-    unsigned per_ip_limit;    /* 0 means no per-address limit */
-    unsigned timeout_s;       /* idle connection timeout; 0 means 60 */
-    unsigned heartbeat_s;     /* SSE heartbeat interval; 0 means 15 */
-    size_t stream_buffer;     /* bytes a stream queues before writers wait; 0 means 256 KiB */
+    const char *listen;          /* "127.0.0.1:8080", "[::1]:0", ":8080", "unix:/path", "fd:3" */
+    const char *name;            /* component name in logs */
+    size_t max_body;             /* default request body cap; 0 means 1 MiB */
+    unsigned threads;            /* MHD event-loop threads; 0 means 2 */
+    unsigned workers;            /* worker threads for blocking routes; 0 means 16 */
+    unsigned max_connections;    /* 0 means 4096 */
+    unsigned per_ip_limit;       /* connections per client address; 0 means no limit */
+    unsigned timeout_s;          /* idle connection timeout; 0 means 60 */
+    int64_t header_timeout_ms;   /* request line and headers; 0 means 10 s */
+    int64_t min_body_rate;       /* bytes/s a body must average; 0 means no minimum */
+    const tk_cidr_list *trusted; /* proxies whose X-Forwarded-For is believed; NULL: none */
+    unsigned heartbeat_s;        /* SSE heartbeat interval; 0 means 15 */
+    size_t stream_buffer;        /* bytes a stream queues before writers wait; 0 means 256 KiB */
     /* Called before every route not marked TK_ROUTE_PUBLIC: return 0 to go on,
      * non-zero after responding (e.g. 401). */
     int (*auth)(tk_req *req, void *ud);
@@ -89,6 +111,8 @@ const char *tk_httpd_url(const tk_httpd *h);
 void tk_httpd_stop(tk_httpd *h);
 /* Number of open streams (for tests and metrics). */
 size_t tk_httpd_stream_count(tk_httpd *h);
+/* Number of open connections (for tests and metrics). */
+size_t tk_httpd_connection_count(tk_httpd *h);
 
 /* --- the request --- */
 
@@ -97,7 +121,9 @@ const char *tk_req_method(const tk_req *r);
 const char *tk_req_path(const tk_req *r);         /* raw (still encoded) path, no query */
 const char *tk_req_query_string(const tk_req *r); /* raw query without '?', or "" */
 const char *tk_req_id(const tk_req *r);
-const char *tk_req_client_ip(const tk_req *r); /* "unix" for unix sockets */
+/* The client's address: the peer's, or the one X-Forwarded-For names when the
+ * peer is a trusted proxy; "unix" for unix sockets. */
+const char *tk_req_client_ip(const tk_req *r);
 /* A {name} from the route pattern, decoded; NULL if the pattern has none. */
 const char *tk_req_param(const tk_req *r, const char *name);
 /* What '*' matched: the raw path remainder starting with '/', or "/" when empty. */
@@ -109,6 +135,9 @@ const char *tk_req_header(const tk_req *r, const char *name);
 /* Calls fn for every request header; stop by returning non-zero. */
 void tk_req_headers_each(const tk_req *r, int (*fn)(const char *name, const char *value, void *ud),
                          void *ud);
+/* 1 if the request's route takes bodies over the server's default cap (an
+ * upload route: its body may be large), else 0. */
+int tk_httpd_req_upload(const tk_req *r);
 /* The buffered body (empty for streamed-body routes). */
 const char *tk_req_body(const tk_req *r, size_t *len);
 /* The body parsed as JSON (owned by the request). On a parse error responds 400

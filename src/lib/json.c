@@ -127,3 +127,45 @@ json_t *tk_json_obj(const char *key, ...)
     va_end(ap);
     return o;
 }
+
+tk_status tk_json_quote(tk_buf *b, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    tk_status st = tk_buf_append_byte(b, '"');
+    size_t run = 0;
+    for (size_t i = 0; i < n && st == TK_OK; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            run++;
+            continue;
+        }
+        st = tk_buf_append(b, s + i - run, run);
+        run = 0;
+        char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+        size_t elen = 2;
+        switch (c) {
+        case '"':
+        case '\\':
+            e[1] = (char)c;
+            break;
+        case '\n':
+            e[1] = 'n';
+            break;
+        case '\r':
+            e[1] = 'r';
+            break;
+        case '\t':
+            e[1] = 't';
+            break;
+        default:
+            elen = 6;
+        }
+        if (st == TK_OK)
+            st = tk_buf_append(b, e, elen);
+    }
+    if (st == TK_OK)
+        st = tk_buf_append(b, s + n - run, run);
+    if (st == TK_OK)
+        st = tk_buf_append_byte(b, '"');
+    return st;
+}

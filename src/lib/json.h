@@ -35,6 +35,13 @@ tk_status tk_json_dump_buf(const json_t *j, tk_buf *b);
 /* Serialises compactly into a new heap string. */
 char *tk_json_dumps(const json_t *j);
 
+/* Appends n bytes of s as a JSON string: quoted, with '"', '\\' and the
+ * control characters escaped (\n \r \t, the others as \u00XX) and every other
+ * byte as it is (s is expected to be UTF-8 already). Faster than building a
+ * json_t for a string that is written once. TK_ETOOBIG past b's cap (b then
+ * holds a prefix). */
+tk_status tk_json_quote(tk_buf *b, const char *s, size_t n);
+
 /* Builds an object from pairs: tk_json_obj("a", json_string("x"), "b", json_integer(1), NULL).
  * Steals the references; a NULL value is skipped. */
 json_t *tk_json_obj(const char *key, ...);

@@ -1,5 +1,6 @@
 #include "lib/pg.h"
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +69,32 @@ void tk_pg_pool_free(tk_pg_pool *p)
     free(p);
 }
 
+/* Whether an idle connection still has its server. libpq notices a lost
+ * server only when it next uses the connection, so after a Postgres restart
+ * (or a backend ended by an administrator) every idle connection would fail
+ * the request that takes it; an idle connection has nothing to read unless its
+ * server closed it or said why it did, which one poll() without waiting sees. */
+static int idle_alive(PGconn *c)
+{
+    if (PQstatus(c) != CONNECTION_OK)
+        return 0;
+    /* a closing server sends why (read as a notice) and then the end of the
+     * stream, which only the next read finds */
+    for (int round = 0; round < 4; round++) {
+        struct pollfd pfd = {.fd = PQsocket(c), .events = POLLIN};
+        if (pfd.fd < 0)
+            return 0;
+        if (poll(&pfd, 1, 0) <= 0)
+            return 1; /* nothing waiting (or poll itself failed: use it as before) */
+        if (!PQconsumeInput(c))
+            return 0;
+        PQisBusy(c); /* parses what came: a notice, a parameter change */
+        if (PQstatus(c) != CONNECTION_OK)
+            return 0;
+    }
+    return 1;
+}
+
 PGconn *tk_pg_acquire(tk_pg_pool *p, int timeout_ms)
 {
     int64_t deadline = tk_mono_ms() + timeout_ms;
@@ -76,7 +103,7 @@ PGconn *tk_pg_acquire(tk_pg_pool *p, int timeout_ms)
         if (p->nidle > 0) {
             PGconn *c = p->idle[--p->nidle];
             pthread_mutex_unlock(&p->lock);
-            if (PQstatus(c) == CONNECTION_OK)
+            if (idle_alive(c))
                 return c;
             PQreset(c);
             if (PQstatus(c) == CONNECTION_OK)
@@ -159,4 +186,25 @@ const char *tk_pg_sqlstate(const PGresult *r)
 {
     const char *s = PQresultErrorField(r, PG_DIAG_SQLSTATE);
     return s ? s : "";
+}
+
+tk_status tk_pg_array_elem(tk_buf *b, const char *s, int first)
+{
+    tk_status st = first ? TK_OK : tk_buf_append_byte(b, ',');
+    if (!s)
+        return st == TK_OK ? tk_buf_append_str(b, "NULL") : st;
+    if (st == TK_OK)
+        st = tk_buf_append_byte(b, '"');
+    const char *p = s;
+    while (st == TK_OK) {
+        size_t n = strcspn(p, "\"\\");
+        st = tk_buf_append(b, p, n);
+        p += n;
+        if (!*p || st != TK_OK)
+            break;
+        st = tk_buf_append_byte(b, '\\');
+        if (st == TK_OK)
+            st = tk_buf_append_byte(b, *p++);
+    }
+    return st == TK_OK ? tk_buf_append_byte(b, '"') : st;
 }

@@ -18,6 +18,7 @@
 
 #include <libpq-fe.h>
 
+#include "lib/buf.h"
 #include "lib/common.h"
 #include "lib/embed.h"
 
@@ -39,6 +40,12 @@ int tk_pg_ok(const PGresult *r);
 tk_status tk_pg_exec(PGconn *c, const char *sql, int nparams, const char *const *params);
 /* The SQLSTATE of a failed result, or "". */
 const char *tk_pg_sqlstate(const PGresult *r);
+
+/* Appends one element of a Postgres array literal ("{a,b}") to b: a comma
+ * first unless first, then s double-quoted with '"' and '\\' escaped, or NULL
+ * (unquoted) when s is NULL. The caller writes the braces. TK_ETOOBIG past
+ * b's cap. */
+tk_status tk_pg_array_elem(tk_buf *b, const char *s, int first);
 
 /* Applies pending migrations from `files` (sorted by name), each in its own
  * transaction; *applied counts them. tk_migrate (migrate.h) with no options. */

@@ -10,6 +10,49 @@
 
 static sigset_t prog_sigs;
 
+static int64_t http_max_conns, http_per_ip, http_header_ms, http_idle_ms, http_min_rate;
+static char *http_trusted_text;
+static tk_cidr_list http_trusted;
+
+static int check_cidr_list(const char *value, char *msg, size_t msglen)
+{
+    tk_cidr_list l;
+    if (tk_cidr_list_parse(value, &l, msg, msglen) != TK_OK)
+        return 1;
+    tk_cidr_list_free(&l);
+    return 0;
+}
+
+static tk_setting http_settings[] = {
+    {"HTTP_MAX_CONNECTIONS", NULL, TK_SET_INT, "4096", "HTTP connections open at once", .min = 16,
+     .max = 1000000, .out = &http_max_conns},
+    {"HTTP_MAX_CONNECTIONS_PER_IP", NULL, TK_SET_INT, "64",
+     "HTTP connections from one client address (an IPv6 client is its /64); 0: no limit", .min = 0,
+     .max = 1000000, .out = &http_per_ip},
+    {"HTTP_HEADER_TIMEOUT", NULL, TK_SET_DURATION, "10s",
+     "time for a request line and its headers to arrive", .min = 1000, .max = 600000,
+     .out = &http_header_ms},
+    {"HTTP_IDLE_TIMEOUT", NULL, TK_SET_DURATION, "60s",
+     "an idle connection is closed after this long", .min = 1000, .max = 3600000,
+     .out = &http_idle_ms},
+    {"HTTP_MIN_BODY_RATE", NULL, TK_SET_INT, "1024",
+     "bytes/s a request body must average after HTTP_HEADER_TIMEOUT; 0: no minimum", .min = 0,
+     .max = 1 << 30, .out = &http_min_rate},
+    {"TRUSTED_PROXIES", NULL, TK_SET_STR, NULL,
+     "reverse proxies (addresses, CIDR prefixes) whose X-Forwarded-For names the client",
+     .out = &http_trusted_text, .check = check_cidr_list},
+};
+
+void tk_prog_http_config(tk_httpd_config *hc)
+{
+    hc->max_connections = (unsigned)http_max_conns;
+    hc->per_ip_limit = (unsigned)http_per_ip;
+    hc->header_timeout_ms = http_header_ms;
+    hc->timeout_s = (unsigned)((http_idle_ms + 999) / 1000);
+    hc->min_body_rate = http_min_rate;
+    hc->trusted = &http_trusted;
+}
+
 static void usage(const tk_prog *p, FILE *f)
 {
     fprintf(f, "%s %s — %s\n\nUsage: %s %s\n", p->name, TUSKO_VERSION, p->summary, p->name,
@@ -18,6 +61,7 @@ static void usage(const tk_prog *p, FILE *f)
         fprintf(f, "\n%s", p->commands);
     fprintf(f, "\nSettings (environment variable, or the flag beside it):\n");
     tk_config_usage(f, p->settings, p->nsettings);
+    tk_config_usage(f, http_settings, TK_ARRAY_LEN(http_settings));
     fprintf(f, "  %-24s %-28s %s\n  %-24s %-28s %s\n", "--help", "", "print this help and exit",
             "--version", "", "print the version and exit");
 }
@@ -52,6 +96,12 @@ void tk_prog_init(const tk_prog *p, int argc, char **argv, int *argi)
     }
     if (argi)
         *argi = a;
+    if (tk_config_load(http_settings, TK_ARRAY_LEN(http_settings), 0, argv, NULL, err,
+                       sizeof err) != TK_OK ||
+        tk_cidr_list_parse(http_trusted_text, &http_trusted, err, sizeof err) != TK_OK) {
+        fprintf(stderr, "%s: %s\n", p->name, err);
+        exit(2);
+    }
 }
 
 int tk_prog_wait(void)

@@ -25,6 +25,19 @@ typedef struct {
  */
 void tk_prog_init(const tk_prog *p, int argc, char **argv, int *argi);
 
+/*
+ * The HTTP server's per-client limits every program reads (loaded by
+ * tk_prog_init, listed by --help; docs/SECURITY.md):
+ *   HTTP_MAX_CONNECTIONS         connections open at once (4096)
+ *   HTTP_MAX_CONNECTIONS_PER_IP  per client address, an IPv6 client's /64 (64; 0: none)
+ *   HTTP_HEADER_TIMEOUT          request line and headers (10s)
+ *   HTTP_IDLE_TIMEOUT            a connection idle between requests (60s)
+ *   HTTP_MIN_BODY_RATE           bytes/s a request body must average (1024; 0: none)
+ *   TRUSTED_PROXIES              proxies whose X-Forwarded-For is believed (none)
+ * Fills those fields of hc.
+ */
+void tk_prog_http_config(tk_httpd_config *hc);
+
 /* Waits for SIGINT or SIGTERM; returns the signal number. */
 int tk_prog_wait(void);
 

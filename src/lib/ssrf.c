@@ -320,13 +320,59 @@ struct tk_ssrf_entry {
     char name[TK_HOST_MAX + 1]; /* ENT_NAME: the host; ENT_SUFFIX: below this */
     tk_ip net;                  /* ENT_NET */
     unsigned len;
-    char text[TK_HOST_MAX + 8]; /* normalised, for reasons */
+    int port;                    /* 0: any port; else only this one */
+    char text[TK_HOST_MAX + 16]; /* normalised, for reasons */
 };
+
+/* Appends ":port" to an entry's text ("[...]:port" when the text has a colon). */
+static void entry_text_port(tk_ssrf_entry *e)
+{
+    if (!e->port)
+        return;
+    char t[sizeof e->text];
+    snprintf(t, sizeof t, "%s", e->text);
+    snprintf(e->text, sizeof e->text, strchr(t, ':') ? "[%s]:%d" : "%s:%d", t, e->port);
+}
+
+/* Splits a trailing ":port" off buf ("host:port", "a.b.c.d:port", "[v6]:port",
+ * "cidr:port"; a bare IPv6 address has no port). 1 and *port set when there is
+ * one, 0 when none, -1 when it is not a port. */
+static int split_port(char *buf, int *port)
+{
+    char *colon = NULL;
+    if (buf[0] == '[') {
+        char *close = strchr(buf, ']');
+        if (!close || close[1] != ':')
+            return 0; /* "[v6]" or "[v6]/len": no port */
+        colon = close + 1;
+        memmove(buf, buf + 1, (size_t)(close - buf) - 1); /* drop the brackets */
+        buf[close - buf - 1] = '\0';
+        char *ps = colon + 1;
+        int64_t v;
+        if (!*ps || ps[0] == '+' || ps[0] == '-' || tk_parse_i64(ps, 1, 65535, &v) != TK_OK)
+            return -1;
+        *port = (int)v;
+        return 1;
+    }
+    colon = strchr(buf, ':');
+    if (!colon || strchr(colon + 1, ':'))
+        return 0;
+    int64_t v;
+    const char *ps = colon + 1;
+    if (!*ps || ps[0] == '+' || ps[0] == '-' || tk_parse_i64(ps, 1, 65535, &v) != TK_OK)
+        return -1;
+    *colon = '\0';
+    *port = (int)v;
+    return 1;
+}
 
 static int is_sep(int c)
 {
     return c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
+
+static tk_status parse_entry_body(char *buf, size_t n, const char *shown, tk_ssrf_entry *e,
+                                  char *err, size_t errlen);
 
 static tk_status parse_entry(const char *tok, size_t n, tk_ssrf_entry *e, char *err, size_t errlen)
 {
@@ -339,6 +385,22 @@ static tk_status parse_entry(const char *tok, size_t n, tk_ssrf_entry *e, char *
     }
     memcpy(buf, tok, n);
     buf[n] = '\0';
+    int port = 0;
+    if (split_port(buf, &port) < 0) {
+        snprintf(err, errlen, "\"%s\": the port must be a number from 1 to 65535", shown);
+        return TK_EINVAL;
+    }
+    tk_status st = parse_entry_body(buf, strlen(buf), shown, e, err, errlen);
+    if (st == TK_OK && port) {
+        e->port = port;
+        entry_text_port(e);
+    }
+    return st;
+}
+
+static tk_status parse_entry_body(char *buf, size_t n, const char *shown, tk_ssrf_entry *e,
+                                  char *err, size_t errlen)
+{
     tk_url_err ue;
     tk_host h;
 
@@ -409,10 +471,7 @@ static tk_status parse_entry(const char *tok, size_t n, tk_ssrf_entry *e, char *
         /* A bare IPv6 address. */
     } else {
         if (strchr(buf, ':') && buf[0] != '[') {
-            snprintf(err, errlen,
-                     "\"%s\": not a host, an address or a CIDR prefix (ports go in "
-                     "SSRF_ALLOWED_PORTS)",
-                     shown);
+            snprintf(err, errlen, "\"%s\": not a host, an address or a CIDR prefix", shown);
             return TK_EINVAL;
         }
         if (tk_url_host_parse(buf, n, &h, &ue) != TK_OK) {
@@ -468,6 +527,9 @@ void tk_ssrf_policy_init(tk_ssrf_policy *p)
     p->max_bytes = TK_SSRF_DEFAULT_MAX_BYTES;
     p->timeout_ms = TK_SSRF_DEFAULT_TIMEOUT_MS;
     p->max_redirects = TK_SSRF_DEFAULT_MAX_REDIRECTS;
+    p->allow_setting = "SSRF_ALLOW";
+    p->deny_setting = "SSRF_DENY";
+    p->ports_setting = "SSRF_ALLOWED_PORTS";
 }
 
 void tk_ssrf_policy_free(tk_ssrf_policy *p)
@@ -527,7 +589,7 @@ tk_status tk_ssrf_policy_allow_ports(tk_ssrf_policy *p, const char *list, char *
 }
 
 /* Bytes with an optional binary suffix: 2097152, 512K, 2M, 1G (also KB/KiB...). */
-static int parse_size(const char *s, uint64_t *out)
+int tk_ssrf_parse_size(const char *s, uint64_t *out)
 {
     uint64_t v = 0;
     size_t i = 0;
@@ -579,7 +641,7 @@ tk_status tk_ssrf_policy_from_env(tk_ssrf_policy *p, char *err, size_t errlen)
     v = getenv("FETCH_MAX_BYTES");
     if (v && *v) {
         uint64_t n;
-        if (!parse_size(v, &n) || n < 1 || n > (1u << 30)) {
+        if (!tk_ssrf_parse_size(v, &n) || n < 1 || n > (1u << 30)) {
             tk_str_snip(shown, sizeof shown, v, strlen(v));
             snprintf(err, errlen,
                      "FETCH_MAX_BYTES: \"%s\" is not a size from 1 byte to 1G (e.g. 2097152, "
@@ -617,11 +679,21 @@ fail:
     return TK_EINVAL;
 }
 
-static const tk_ssrf_entry *match_name(const tk_ssrf_entry *list, size_t n, const char *host)
+/* Entries for a port: those without a port and those with this one; a
+ * negative port (-port) asks for entries naming exactly that port. */
+static int port_matches(const tk_ssrf_entry *e, int port)
+{
+    return port < 0 ? e->port == -port : e->port == 0 || e->port == port;
+}
+
+static const tk_ssrf_entry *match_name(const tk_ssrf_entry *list, size_t n, const char *host,
+                                       int port)
 {
     size_t hl = strlen(host);
     for (size_t i = 0; i < n; i++) {
         const tk_ssrf_entry *e = &list[i];
+        if (!port_matches(e, port))
+            continue;
         if (e->kind == ENT_NAME && strcmp(e->name, host) == 0)
             return e;
         if (e->kind == ENT_SUFFIX) {
@@ -633,11 +705,11 @@ static const tk_ssrf_entry *match_name(const tk_ssrf_entry *list, size_t n, cons
     return NULL;
 }
 
-static const tk_ssrf_entry *match_ip(const tk_ssrf_entry *list, size_t n, const tk_ip *ip)
+static const tk_ssrf_entry *match_ip(const tk_ssrf_entry *list, size_t n, const tk_ip *ip, int port)
 {
     for (size_t i = 0; i < n; i++) {
         const tk_ssrf_entry *e = &list[i];
-        if (e->kind == ENT_NET && e->net.family == ip->family &&
+        if (port_matches(e, port) && e->kind == ENT_NET && e->net.family == ip->family &&
             prefix_match(ip->b, e->net.b, e->len))
             return e;
     }
@@ -827,23 +899,39 @@ static int port_allowed(const tk_ssrf_policy *p, int port)
     return 0;
 }
 
+/* The port rule: 0 when the port is allowed for the host (80, 443, the extra
+ * ports, or an allowlist name entry with this very port); 1 when only
+ * allowlist address entries with this very port can admit it (each address
+ * must match one); -1 when nothing can. */
+static int port_rule(const tk_ssrf_policy *p, const char *host, tk_host_type type, int port)
+{
+    if (port_allowed(p, port))
+        return 0;
+    if (type == TK_HOST_NAME && match_name(p->allow, p->nallow, host, -port))
+        return 0;
+    for (size_t i = 0; i < p->nallow; i++)
+        if (p->allow[i].kind == ENT_NET && p->allow[i].port == port)
+            return 1;
+    return -1;
+}
+
 /* One address against the policy: fills why ("loopback (127.0.0.0/8)", to follow
  * "<addr> is ") and sets *listed when an allowlist entry admitted it. */
-static tk_ssrf_code check_addr(const tk_ssrf_policy *p, const tk_ip *ip,
+static tk_ssrf_code check_addr(const tk_ssrf_policy *p, const tk_ip *ip, int port,
                                const tk_ssrf_entry *name_allowed, char *why, size_t whylen,
                                int *listed)
 {
     *listed = 0;
-    const tk_ssrf_entry *e = match_ip(p->deny, p->ndeny, ip);
+    const tk_ssrf_entry *e = match_ip(p->deny, p->ndeny, ip, port);
     struct embedded emb[2];
     int ne = embedded_v4(ip, emb);
     for (int i = 0; !e && i < ne; i++) {
         tk_ip v4 = {.family = 4};
         memcpy(v4.b, emb[i].v4, 4);
-        e = match_ip(p->deny, p->ndeny, &v4);
+        e = match_ip(p->deny, p->ndeny, &v4, port);
     }
     if (e) {
-        snprintf(why, whylen, "in the operator denylist (SSRF_DENY entry %s)", e->text);
+        snprintf(why, whylen, "in the operator denylist (%s entry %s)", p->deny_setting, e->text);
         return TK_SSRF_DENIED_HOST;
     }
     static const uint8_t zero[16];
@@ -853,14 +941,15 @@ static tk_ssrf_code check_addr(const tk_ssrf_policy *p, const tk_ip *ip,
         return TK_SSRF_BLOCKED_ADDRESS;
     }
     if (name_allowed) {
-        snprintf(why, whylen, "admitted by the operator allowlist (SSRF_ALLOW entry %s)",
+        snprintf(why, whylen, "admitted by the operator allowlist (%s entry %s)", p->allow_setting,
                  name_allowed->text);
         *listed = 1;
         return TK_SSRF_OK;
     }
-    e = match_ip(p->allow, p->nallow, ip);
+    e = match_ip(p->allow, p->nallow, ip, port);
     if (e) {
-        snprintf(why, whylen, "admitted by the operator allowlist (SSRF_ALLOW entry %s)", e->text);
+        snprintf(why, whylen, "admitted by the operator allowlist (%s entry %s)", p->allow_setting,
+                 e->text);
         *listed = 1;
         return TK_SSRF_OK;
     }
@@ -907,21 +996,22 @@ static tk_status check_parsed(const tk_ssrf_policy *p, const tk_host *h, int por
     snprintf(t->host, sizeof t->host, "%s", h->text);
     t->host_type = h->type;
     t->port = port;
-    if (!port_allowed(p, port)) {
+    int prule = port_rule(p, h->text, h->type, port);
+    if (prule < 0) {
         char list[TK_SSRF_MAX_PORTS * 7 + 16] = "80, 443";
         size_t n = strlen(list);
         for (size_t i = 0; i < p->nports && n < sizeof list - 8; i++)
             n += (size_t)snprintf(list + n, sizeof list - n, ", %u", p->ports[i]);
-        return refuse(t, TK_SSRF_BAD_PORT,
-                      "port %d is not allowed (allowed: %s; see SSRF_ALLOWED_PORTS)", port, list);
+        return refuse(t, TK_SSRF_BAD_PORT, "port %d is not allowed (allowed: %s; see %s)", port,
+                      list, p->ports_setting);
     }
     const tk_ssrf_entry *name_allowed = NULL;
     if (h->type == TK_HOST_NAME) {
-        const tk_ssrf_entry *e = match_name(p->deny, p->ndeny, h->text);
+        const tk_ssrf_entry *e = match_name(p->deny, p->ndeny, h->text, port);
         if (e)
-            return refuse(t, TK_SSRF_DENIED_HOST,
-                          "%s is in the operator denylist (SSRF_DENY entry %s)", h->text, e->text);
-        name_allowed = match_name(p->allow, p->nallow, h->text);
+            return refuse(t, TK_SSRF_DENIED_HOST, "%s is in the operator denylist (%s entry %s)",
+                          h->text, p->deny_setting, e->text);
+        name_allowed = match_name(p->allow, p->nallow, h->text, port);
         char rerr[200] = "";
         size_t n = 0;
         tk_ssrf_resolve_fn fn = p->resolve ? p->resolve : sys_resolve;
@@ -949,7 +1039,12 @@ static tk_status check_parsed(const tk_ssrf_policy *p, const tk_host *h, int por
     int listed_any = 0;
     for (size_t i = 0; i < t->naddrs; i++) {
         int listed;
-        tk_ssrf_code c = check_addr(p, &t->addrs[i], name_allowed, why, sizeof why, &listed);
+        tk_ssrf_code c = check_addr(p, &t->addrs[i], port, name_allowed, why, sizeof why, &listed);
+        if (c == TK_SSRF_OK && prule == 1 && !match_ip(p->allow, p->nallow, &t->addrs[i], -port)) {
+            c = TK_SSRF_BAD_PORT;
+            snprintf(why, sizeof why, "not in an allowlist entry for port %d (%s)", port,
+                     p->allow_setting);
+        }
         if (listed && !listed_any)
             snprintf(listed_why, sizeof listed_why, "%s", why);
         listed_any |= listed;
@@ -1046,10 +1141,13 @@ int tk_ssrf_target_admits(const tk_ssrf_policy *p, const tk_ssrf_target *t, cons
     if (!pinned)
         return 0;
     const tk_ssrf_entry *name_allowed =
-        t->host_type == TK_HOST_NAME ? match_name(p->allow, p->nallow, t->host) : NULL;
+        t->host_type == TK_HOST_NAME ? match_name(p->allow, p->nallow, t->host, port) : NULL;
+    int prule = port_rule(p, t->host, t->host_type, port);
+    if (prule < 0 || (prule == 1 && !match_ip(p->allow, p->nallow, ip, -port)))
+        return 0;
     char why[320];
     int listed;
-    return check_addr(p, ip, name_allowed, why, sizeof why, &listed) == TK_SSRF_OK;
+    return check_addr(p, ip, port, name_allowed, why, sizeof why, &listed) == TK_SSRF_OK;
 }
 
 void tk_ssrf_target_free(tk_ssrf_target *t)

@@ -39,7 +39,11 @@
  * List entries are separated by commas or spaces: a host name (exact match;
  * IDNA and case folded as in URLs), "*.example.com" (any name below it, not
  * example.com itself), an address, or a CIDR prefix ("10.1.0.0/16", "fd00::/8";
- * host bits must be zero).
+ * host bits must be zero). Any of them may end in ":port" ("127.0.0.1:8123",
+ * "[::1]:8123", "*.corp.example:8443"; an IPv6 address takes brackets then):
+ * the entry then applies to that port only, and an allowlist entry with a port
+ * also admits that port for what it matches (without it, only 80, 443 and the
+ * extra ports are allowed).
  *
  * Threads: a policy is built once, then read-only; every function below is safe
  * to call from many threads at once on the same policy. Global state:
@@ -125,6 +129,9 @@ typedef struct {
     void *resolve_ud;
     tk_ssrf_connect_fn on_connect; /* NULL: none */
     void *connect_ud;
+    /* the settings named in reasons; default "SSRF_ALLOW", "SSRF_DENY",
+     * "SSRF_ALLOWED_PORTS" (the egress proxy names its own) */
+    const char *allow_setting, *deny_setting, *ports_setting;
 } tk_ssrf_policy;
 
 /* Defaults, empty lists, the system resolver. */
@@ -195,6 +202,10 @@ void tk_ssrf_target_describe(const tk_ssrf_target *t, char *out, size_t outlen);
  * ("loopback (127.0.0.0/8)") when ip is in a refused range, else 0.
  */
 int tk_ssrf_addr_blocked(const tk_ip *ip, char *why, size_t whylen);
+
+/* A size setting: bytes with an optional binary suffix ("2097152", "512K", "2M",
+ * "1G"; also KB/KiB...), at most 2^40 before the suffix. 1 when valid. */
+int tk_ssrf_parse_size(const char *s, uint64_t *out);
 
 /* The refusal code for a URL that does not parse: bad_scheme, userinfo,
  * bad_port, else bad_url. */

@@ -10,6 +10,7 @@
 #include "lib/buf.h"
 #include "lib/json.h"
 #include "lib/tktime.h"
+#include "sandboxd/egress.h"
 #include "sandboxd/seccomp.h"
 
 /* set -e: a failed read (the service went away before the claim) or a missing
@@ -162,18 +163,21 @@ json_t *sbx_docker_spec_container(const sbx_docker_spec *c)
                     tk_json_obj("max-size", json_string("1m"), "max-file", json_string("1"), NULL),
                     NULL));
 
+    json_t *env = str_array(base_env, TK_ARRAY_LEN(base_env));
+    for (size_t i = 0; c->egress && sbx_egress_env[i]; i++)
+        json_array_append_new(env, json_string(sbx_egress_env[i]));
     json_t *entry = json_array();
     json_array_append_new(entry, json_string("/bin/sh"));
     json_array_append_new(entry, json_string("-c"));
     json_array_append_new(entry, json_string(sbx_docker_spec_init_script));
     json_array_append_new(entry, json_string("tusko-init"));
     return tk_json_obj("Image", json_string(c->image), "Entrypoint", entry, "Cmd", json_array(),
-                       "Env", str_array(base_env, TK_ARRAY_LEN(base_env)), "User", json_string(uid),
-                       "WorkingDir", json_string("/workspace"), "Hostname", json_string("sandbox"),
-                       "Labels", labels_json(c), "AttachStdin", json_false(), "AttachStdout",
-                       json_false(), "AttachStderr", json_false(), "OpenStdin", json_false(), "Tty",
-                       json_false(), "NetworkDisabled", json_true(), "StopSignal",
-                       json_string("SIGKILL"), "HostConfig", hc, NULL);
+                       "Env", env, "User", json_string(uid), "WorkingDir",
+                       json_string("/workspace"), "Hostname", json_string("sandbox"), "Labels",
+                       labels_json(c), "AttachStdin", json_false(), "AttachStdout", json_false(),
+                       "AttachStderr", json_false(), "OpenStdin", json_false(), "Tty", json_false(),
+                       "NetworkDisabled", json_true(), "StopSignal", json_string("SIGKILL"),
+                       "HostConfig", hc, NULL);
 }
 
 json_t *sbx_docker_spec_volume(const char *name, const char *service_tag, const char *id,

@@ -76,6 +76,7 @@ typedef struct {
     const char *seccomp_json; /* the profile, serialised */
     int64_t created_ms;
     const sbx_spec *spec; /* id, limits, pooled, metadata, expires_ms */
+    int egress;           /* the proxy variables in the environment (sandboxd/egress.h) */
 } sbx_docker_spec;
 
 /* The body of POST /containers/create. */

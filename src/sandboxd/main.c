@@ -24,8 +24,18 @@
 static char *opt_listen, *opt_key, *opt_runtime, *opt_state, *opt_image, *opt_execd;
 static char *opt_ws_size, *opt_tmp_size, *opt_def_mem, *opt_def_cpu, *opt_pool_name;
 static int64_t opt_pool, opt_refill_quiet, opt_refill_max, opt_idle, opt_min_timeout,
-    opt_max_timeout, opt_max_sbx, opt_def_pids, opt_max_pids;
-static int opt_insecure;
+    opt_max_timeout, opt_max_sbx, opt_proxy_per_sbx, opt_def_pids, opt_max_pids;
+static int opt_insecure, opt_k8s;
+static char *opt_network;
+
+static int check_network(const char *v, char *msg, size_t msglen)
+{
+    if (strcmp(v, "none") != 0 && strcmp(v, "proxy") != 0) {
+        snprintf(msg, msglen, "must be none or proxy");
+        return 1;
+    }
+    return 0;
+}
 
 static int check_bytes(const char *v, char *msg, size_t msglen)
 {
@@ -56,8 +66,10 @@ static tk_setting settings[] = {
      .flags = TK_SET_FAIL_CLOSED | TK_SET_SECRET, .out = &opt_key},
     {"SANDBOXD_INSECURE_NO_AUTH", "insecure-no-auth", TK_SET_BOOL, "false",
      "serve without an API key (development only; logged loudly)", .out = &opt_insecure},
-    {"SANDBOX_RUNTIME", "runtime", TK_SET_STR, "native", "sandbox runtime: native or docker",
-     .out = &opt_runtime},
+    {"SANDBOX_RUNTIME", "runtime", TK_SET_STR, "native",
+     "sandbox runtime: native, docker or kubernetes", .out = &opt_runtime},
+    {"K8S_SANDBOX_ENABLED", "k8s-sandbox-enabled", TK_SET_BOOL, "false",
+     "true means SANDBOX_RUNTIME=kubernetes (the product's name for it)", .out = &opt_k8s},
     {"SANDBOXD_STATE_DIR", "state-dir", TK_SET_STR, "var/sandboxd",
      "where sandbox records and execd sockets live (0700)", .out = &opt_state},
     {"SANDBOX_IMAGE_DIR", "image-dir", TK_SET_STR, "var/images/tusko-sandbox",
@@ -84,6 +96,9 @@ static tk_setting settings[] = {
      .out = &opt_max_timeout},
     {"SANDBOXD_MAX_SANDBOXES", "max-sandboxes", TK_SET_INT, "64", "live sandboxes at once",
      .min = 1, .max = 4096, .out = &opt_max_sbx},
+    {"SANDBOXD_PROXY_MAX_PER_SANDBOX", "proxy-max-per-sandbox", TK_SET_INT, "64",
+     "proxied execd requests in flight at once to one sandbox (one more: 429)", .min = 1,
+     .max = 512, .out = &opt_proxy_per_sbx},
     {"SANDBOX_WORKSPACE_SIZE", "workspace-size", TK_SET_STR, "1g",
      "size of each sandbox's /workspace (tmpfs; counts against its memory)", .out = &opt_ws_size,
      .check = check_bytes},
@@ -98,24 +113,32 @@ static tk_setting settings[] = {
      "process limit when a request gives none", .min = 16, .max = 65536, .out = &opt_def_pids},
     {"SANDBOX_MAX_PIDS", "max-pids", TK_SET_INT, "4096", "largest process limit a request may ask",
      .min = 16, .max = 65536, .out = &opt_max_pids},
+    {"SANDBOX_NETWORK", "network", TK_SET_STR, "proxy",
+     "a sandbox's way out: proxy (only through the checking egress proxy, EGRESS_*) or none "
+     "(no network at all)",
+     .out = &opt_network, .check = check_network},
     {"SANDBOX_POOL_NAME", "pool-name", TK_SET_STR, "default",
      "the name extensions.poolRef uses for the warm pool", .out = &opt_pool_name},
 };
 
-/* The program's settings, then each runtime's (runtime.h), in one table. */
+/* The program's settings, the egress proxy's, then each runtime's (runtime.h),
+ * in one table. */
 static tk_prog prog = {
     .name = "tusko-sandboxd",
-    .summary = "the OpenSandbox lifecycle service (native Linux-namespace or docker runtime)",
+    .summary = "the OpenSandbox lifecycle service (native Linux-namespace, docker or kubernetes "
+               "runtime)",
 };
 
 static void settings_table(void)
 {
-    size_t n = TK_ARRAY_LEN(settings);
+    size_t n = TK_ARRAY_LEN(settings) + tk_egress_nsettings;
     for (const sbx_runtime_kind *const *k = sbx_runtime_kinds; *k; k++)
         n += (*k)->nsettings;
     tk_setting *all = tk_calloc(n, sizeof *all);
     memcpy(all, settings, sizeof settings);
     size_t i = TK_ARRAY_LEN(settings);
+    for (size_t j = 0; j < tk_egress_nsettings; j++)
+        all[i++] = tk_egress_settings[j];
     for (const sbx_runtime_kind *const *k = sbx_runtime_kinds; *k; k++)
         for (size_t j = 0; j < (*k)->nsettings; j++)
             all[i++] = (*k)->settings[j];
@@ -186,15 +209,20 @@ int main(int argc, char **argv)
     sbx_limits_parse_bytes(opt_def_mem, &defmem);
     sbx_limits_parse_cpu(opt_def_cpu, &defcpu);
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    /* the kubernetes runtime keeps its own pool of warm pods (K8S_SANDBOX_WARM_POOL_SIZE),
+     * shared by the sandboxd processes of one K8S_SANDBOX_POOL */
+    const char *runtime = opt_k8s ? "kubernetes" : opt_runtime;
+    int64_t pool = strcmp(runtime, "kubernetes") == 0 ? 0 : opt_pool;
     sbx_service_config sc = {
         .state_dir = state,
-        .runtime = opt_runtime,
+        .runtime = runtime,
         .rtc = {.image_dir = image, .execd_path = execd, .workspace_bytes = ws, .tmp_bytes = tmp},
-        .pool_size = opt_pool,
+        .pool_size = pool,
         .idle_ttl_ms = opt_idle,
         .min_timeout_s = opt_min_timeout,
         .max_timeout_s = opt_max_timeout,
         .max_sandboxes = opt_max_sbx,
+        .proxy_per_sandbox = opt_proxy_per_sbx,
         .tombstone_ms = 10 * 60 * 1000,
         .policy = {.def = {.memory_bytes = defmem, .cpu_millis = defcpu, .pids = opt_def_pids},
                    .min = {.memory_bytes = 32 << 20, .cpu_millis = 10, .pids = 16},
@@ -206,6 +234,24 @@ int main(int argc, char **argv)
         .pool_refill_max_ms = opt_refill_max,
     };
     char err[1024];
+    /* the way out: one proxy for every sandbox, each its own listener and caps */
+    tk_ssrf_policy egress_policy;
+    tk_ssrf_policy_init(&egress_policy);
+    tk_egress *egress = NULL;
+    if (strcmp(opt_network, "proxy") == 0) {
+        tk_egress_config ec;
+        if (tk_egress_from_settings(&egress_policy, &ec, &sc.rtc.egress_caps, err, sizeof err) !=
+            TK_OK) {
+            fprintf(stderr, "tusko-sandboxd: %s\n", err);
+            return 2;
+        }
+        egress = tk_egress_start(&ec, err, sizeof err);
+        if (!egress) {
+            fprintf(stderr, "tusko-sandboxd: %s\n", err);
+            return 1;
+        }
+        sc.rtc.egress = egress;
+    }
     sbx_service *svc = sbx_service_open(&sc, err, sizeof err);
     if (!svc) {
         fprintf(stderr, "tusko-sandboxd: %s\n", err);
@@ -219,6 +265,7 @@ int main(int argc, char **argv)
     size_t nroutes = sbx_api_routes(&api, &prog, routes, TK_ARRAY_LEN(routes));
     tk_httpd_config hc = {
         .listen = opt_listen, .name = "http", .auth = sbx_api_auth, .ud = &api, .workers = 32};
+    tk_prog_http_config(&hc);
     tk_httpd *h = tk_httpd_start(&hc, routes, nroutes, err, sizeof err);
     if (!h) {
         fprintf(stderr, "tusko-sandboxd: %s\n", err);
@@ -230,12 +277,14 @@ int main(int argc, char **argv)
     snprintf(host, sizeof host, "%s", strncmp(url, "http://", 7) == 0 ? url + 7 : "localhost");
     api.public_host = host;
     tk_info("main", "msg=\"listening\" url=%s runtime=%s pool=%lld idle_ttl_ms=%lld state_dir=%s",
-            url, opt_runtime, (long long)opt_pool, (long long)opt_idle, state);
+            url, runtime, (long long)pool, (long long)opt_idle, state);
     int sig = tk_prog_wait();
     tk_info("main", "msg=\"stopping\" signal=%d", sig);
     sbx_proxy_shutdown(3000);
     tk_httpd_stop(h);
     sbx_service_close(svc);
+    tk_egress_stop(egress); /* after the sandboxes' listeners were let go */
+    tk_ssrf_policy_free(&egress_policy);
     tk_config_free(prog.settings, prog.nsettings);
     free(prog.settings);
     return 0;

@@ -9,6 +9,7 @@
 
 #include "lib/buf.h"
 #include "lib/cond.h"
+#include "lib/execd_port.h"
 #include "lib/log.h"
 #include "lib/tktime.h"
 
@@ -189,7 +190,8 @@ static void *proxy_main(void *arg)
     size_t blen = 0;
     const char *body = tk_req_body(j->req, &blen);
     curl_easy_setopt(c, CURLOPT_URL, j->url);
-    curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, j->sock);
+    if (j->sock[0])
+        curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, j->sock);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
     curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
@@ -252,11 +254,11 @@ void sbx_proxy_handle(tk_req *r, void *ud)
         tk_respond_error(r, 400, "INVALID_REQUEST", "port must be a number from 1 to 65535");
         return;
     }
-    if (p != SBX_EXECD_PORT) {
+    if (p != TK_EXECD_PORT) {
         tk_respond_error(
             r, 404, "PORT_NOT_SERVED",
             "nothing is reachable on port %lld of a sandbox here: the proxy serves execd on %d",
-            (long long)p, SBX_EXECD_PORT);
+            (long long)p, TK_EXECD_PORT);
         return;
     }
     if (!id || strlen(id) >= SBX_ID_MAX) {
@@ -279,6 +281,8 @@ void sbx_proxy_handle(tk_req *r, void *ud)
     tk_buf_init(&j->rhdrs, TK_CAP_HEADERS);
     sbx_service_result res;
     if (sbx_service_proxy_begin(svc, id, j->sock, sizeof j->sock, &res) != TK_OK) {
+        if (res.status == 429)
+            tk_respond_header(r, "Retry-After", "1");
         tk_respond_error(r, res.status, res.code, "%s", res.message);
         tk_buf_free(&j->rhdrs);
         free(j);
@@ -289,7 +293,12 @@ void sbx_proxy_handle(tk_req *r, void *ud)
         return;
     }
     const char *qs = tk_req_query_string(r);
-    j->url = tk_asprintf("http://sandbox%s%s%s", tk_req_rest(r), qs[0] ? "?" : "", qs);
+    /* execd over TCP (a pod's IP, from the runtime) or its unix socket */
+    int tcp = strncmp(j->sock, "tcp:", 4) == 0;
+    j->url = tk_asprintf("http://%s%s%s%s", tcp ? j->sock + 4 : "sandbox", tk_req_rest(r),
+                         qs[0] ? "?" : "", qs);
+    if (tcp)
+        j->sock[0] = '\0';
     tk_req_headers_each(r, add_header, j);
     tk_req_defer(r);
     pthread_t t;

@@ -8,7 +8,7 @@
 #include <string.h>
 
 const sbx_runtime_kind *const sbx_runtime_kinds[] = {&sbx_runtime_native, &sbx_runtime_docker,
-                                                     NULL};
+                                                     &sbx_runtime_k8s, NULL};
 
 sbx_runtime *sbx_runtime_open(const char *name, const sbx_runtime_config *cfg, char *err,
                               size_t errlen)
@@ -58,4 +58,12 @@ void sbx_runtime_forget(sbx_runtime *rt, sbx_instance *in)
 const char *sbx_runtime_execd_socket(const sbx_instance *in)
 {
     return in->sock;
+}
+
+void sbx_runtime_execd_endpoint(const sbx_instance *in, char *out, size_t outlen)
+{
+    if (in->tcp[0])
+        snprintf(out, outlen, "tcp:%s", in->tcp);
+    else
+        snprintf(out, outlen, "%s", in->sock);
 }

@@ -5,16 +5,24 @@
  * through this interface, so a runtime is one file that fills a
  * sbx_runtime_ops table and describes itself in a sbx_runtime_kind (its name,
  * its own settings, its open()): runtime_native.c (Linux namespaces, the
- * default) and runtime_docker.c (the Docker Engine API). runtime.c lists them
- * and selects one (SANDBOX_RUNTIME).
+ * default), runtime_docker.c (the Docker Engine API) and runtime_k8s.c (Pods
+ * through a Kubernetes API server). runtime.c lists them and selects one
+ * (SANDBOX_RUNTIME).
  *
  * The contract every runtime keeps:
- * - A sandbox runs tusko-execd, reachable by HTTP over a unix socket on the host
- *   that only this service can open (execd_socket); nothing of the sandbox is
- *   reachable over the network. Requests to execd must carry the sandbox's access
- *   token (X-EXECD-ACCESS-TOKEN), which the runtime hands to execd.
+ * - A sandbox runs tusko-execd, reachable by HTTP either over a unix socket on
+ *   the host that only this service can open (sock; native, docker: nothing of
+ *   the sandbox is reachable over the network) or, for the kubernetes runtime,
+ *   over TCP at the pod's IP (tcp), fenced by the namespace's NetworkPolicy.
+ *   Requests to execd must carry the sandbox's access token
+ *   (X-EXECD-ACCESS-TOKEN), which the runtime hands to execd — or, when execd
+ *   was started before the request (a warm pod), takes from it (token).
  * - start() returns once a connection to the socket will be served (it may be
- *   queued until execd accepts it), or fails having freed everything it made.
+ *   queued until execd accepts it), or fails having freed everything it made;
+ *   TK_EDENIED when the platform refused for want of capacity (a cluster's
+ *   quota: the service answers 503 CAPACITY), TK_ECLOSED or TK_ETIMEOUT when
+ *   it did not answer in time (503 UNAVAILABLE).
+ * - pause()/resume(): TK_EDENIED when the runtime cannot pause (501).
  * - claim() turns a pooled sandbox (started with no request) into a request's:
  *   limits, environment and entrypoint. A runtime that cannot change something
  *   after start may restart what it must (native restarts execd when env is set).
@@ -41,10 +49,10 @@
 
 #include "lib/common.h"
 #include "lib/config.h"
+#include "lib/egress.h"
+#include "lib/execd_port.h"
 #include "sandboxd/limits.h"
 
-/* The port execd serves on inside a sandbox (OpenSandbox's convention). */
-#define SBX_EXECD_PORT 44772
 /* Longest sandbox id (a UUID) and execd token (hex) with their NULs. */
 #define SBX_ID_MAX    40
 #define SBX_TOKEN_MAX 72
@@ -74,6 +82,11 @@ typedef struct {
     const char *execd_path;  /* host build of tusko-execd */
     int64_t workspace_bytes; /* size of /workspace */
     int64_t tmp_bytes;       /* size of /tmp */
+    sbx_limits pool_limits;  /* the limits a request gets by default (a runtime's own pool) */
+    /* SANDBOX_NETWORK=proxy: the proxy serving each sandbox's way out
+     * (sandboxd/egress.h) and the caps each sandbox gets; NULL: no network */
+    tk_egress *egress;
+    tk_egress_caps egress_caps;
 } sbx_runtime_config;
 
 /* What every runtime's handle on a sandbox begins with: each runtime's own
@@ -83,6 +96,11 @@ typedef struct {
 struct sbx_instance {
     char id[SBX_ID_MAX];
     char sock[108]; /* execd's unix socket on the host; valid as long as the instance */
+    char tcp[64];   /* or execd's "ip:port" ("[ip6]:port") when it is reached over TCP */
+    /* Set by a runtime whose execd already ran with a token of its own before
+     * the request (a warm pod): the service uses it as the sandbox's token. */
+    char token[SBX_TOKEN_MAX];
+    int warm; /* start() took an already running sandbox (the runtime's own pool) */
 };
 
 typedef struct {
@@ -131,6 +149,9 @@ typedef struct {
 extern const sbx_runtime_kind sbx_runtime_native;
 /* The docker runtime (runtime_docker.c): containers through the Docker Engine API. */
 extern const sbx_runtime_kind sbx_runtime_docker;
+/* The kubernetes runtime (runtime_k8s.c): Pods through the API server, with its
+ * own warm pool of ready pods (the service's pool is not used with it). */
+extern const sbx_runtime_kind sbx_runtime_k8s;
 
 /* Every runtime of this build, NULL-terminated, the default first. */
 extern const sbx_runtime_kind *const sbx_runtime_kinds[];
@@ -149,5 +170,8 @@ void sbx_runtime_destroy(sbx_runtime *rt, sbx_instance *in);
 void sbx_runtime_forget(sbx_runtime *rt, sbx_instance *in);
 /* The host path of execd's unix socket; valid as long as the instance. */
 const char *sbx_runtime_execd_socket(const sbx_instance *in);
+/* Where execd is, for the proxy: "tcp:ip:port" when reached over TCP, else its
+ * socket path. */
+void sbx_runtime_execd_endpoint(const sbx_instance *in, char *out, size_t outlen);
 
 #endif

@@ -51,6 +51,7 @@
 #include "lib/tktime.h"
 #include "sandboxd/docker.h"
 #include "sandboxd/docker_image.h"
+#include "sandboxd/egress.h"
 #include "sandboxd/image.h"
 #include "sandboxd/runtime.h"
 #include "sandboxd/docker_spec.h"
@@ -75,6 +76,8 @@ typedef struct {
     size_t seccomp_rules;
     char version[32], api[16];
     char desc[1024];
+    tk_egress *egress; /* SANDBOX_NETWORK=proxy; NULL: none */
+    tk_egress_caps egress_caps;
 } docker_rt;
 
 typedef struct {
@@ -88,6 +91,8 @@ typedef struct {
     int fifo_fd; /* a pool member's claim FIFO (write end), -1 otherwise */
     int exited;
     int64_t next_check_ms;
+    tk_egress *eg;              /* the proxy serving it */
+    tk_egress_listener *egress; /* its listener there, or NULL */
 } docker_inst;
 
 static docker_rt *RT(sbx_runtime *rt)
@@ -438,11 +443,33 @@ static docker_inst *instance_new(docker_rt *r, const char *id)
 
 static void instance_free(docker_inst *in)
 {
+    if (in->egress) /* forgotten, not torn down: its way out goes all the same */
+        tk_egress_remove_listener(in->eg, in->egress);
     if (in->pidfd >= 0)
         close(in->pidfd);
     if (in->fifo_fd >= 0)
         close(in->fifo_fd);
     free(in);
+}
+
+/* SANDBOX_NETWORK=proxy: the proxy listener in the container's network
+ * namespace (NetworkMode none: only lo), made through its process, so only when
+ * this service sees the engine's processes (the same pid namespace); otherwise
+ * the container keeps no network at all, which fails closed. */
+static tk_status attach_egress(docker_rt *r, docker_inst *in, char *err, size_t errlen)
+{
+    if (!r->egress)
+        return TK_OK;
+    if (in->pidfd < 0) {
+        tk_warn("docker",
+                "msg=\"no egress proxy for this sandbox: its process is not in this service's pid "
+                "namespace; it has no network\" id=%s",
+                in->base.id);
+        return TK_OK;
+    }
+    in->eg = r->egress;
+    in->egress = sbx_egress_attach(r->egress, &r->egress_caps, in->pid, in->base.id, err, errlen);
+    return in->egress ? TK_OK : TK_ERROR;
 }
 
 /* Removes the container, its volume and its run folder; quiet about what is gone. */
@@ -452,6 +479,10 @@ static void teardown(docker_rt *r, docker_inst *in)
     if (in->fifo_fd >= 0) {
         close(in->fifo_fd);
         in->fifo_fd = -1;
+    }
+    if (in->egress) {
+        tk_egress_remove_listener(in->eg, in->egress);
+        in->egress = NULL;
     }
     snprintf(path, sizeof path, "/containers/%s?force=1&v=1", in->cid[0] ? in->cid : "");
     if (!in->cid[0])
@@ -527,7 +558,8 @@ static tk_status docker_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
                          .tmp_bytes = r->tmp_bytes,
                          .seccomp_json = r->seccomp,
                          .created_ms = tk_now_ms(),
-                         .spec = spec};
+                         .spec = spec,
+                         .egress = r->egress != NULL};
     snprintf(path, sizeof path, "/containers/create?name=tusko-%s", in->base.id);
     if (dk(r, "create", "POST", path, sbx_docker_spec_container(&c), OK_201, &j, err, errlen) !=
         TK_OK)
@@ -543,7 +575,8 @@ static tk_status docker_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
     snprintf(path, sizeof path, "/containers/%s/start", in->cid);
     if (dk(r, "start", "POST", path, NULL, OK_204, NULL, err, errlen) != TK_OK)
         goto fail;
-    if (watch_process(r, in, NULL, 0, err, errlen) != TK_OK)
+    if (watch_process(r, in, NULL, 0, err, errlen) != TK_OK ||
+        attach_egress(r, in, err, errlen) != TK_OK)
         goto fail;
     /* ready */
     if (spec->pooled) {
@@ -744,6 +777,11 @@ static tk_status docker_attach(sbx_runtime *rt, const char *id, const json_t *sa
     }
     if (st == TK_OK)
         st = watch_process(r, in, NULL, 0, err, errlen);
+    char eerr[300];
+    if (st == TK_OK && attach_egress(r, in, eerr, sizeof eerr) != TK_OK)
+        tk_error("docker",
+                 "msg=\"no egress for a sandbox found after a restart\" id=%s error=\"%s\"", id,
+                 eerr);
     if (st == TK_OK && is_paused != paused) {
         char e2[256];
         if (pause_resume(r, in, paused, e2, sizeof e2) != TK_OK)
@@ -921,6 +959,8 @@ static sbx_runtime *docker_open(const sbx_runtime_config *cfg, char *err, size_t
     snprintf(r->state_dir, sizeof r->state_dir, "%s", cfg->state_dir);
     r->ws_bytes = cfg->workspace_bytes;
     r->tmp_bytes = cfg->tmp_bytes;
+    r->egress = cfg->egress;
+    r->egress_caps = cfg->egress_caps;
     if (geteuid() != 0) {
         snprintf(err, errlen,
                  "the docker runtime needs root (it hands each sandbox's socket folder to the "
@@ -971,10 +1011,10 @@ static sbx_runtime *docker_open(const sbx_runtime_config *cfg, char *err, size_t
         goto fail;
     }
     snprintf(r->desc, sizeof r->desc,
-             "docker engine=%s api=%s host=%s image=%s (%.19s) service_tag=%s network=none "
+             "docker engine=%s api=%s host=%s image=%s (%.19s) service_tag=%s network=%s "
              "seccomp=deny-list(%zu rules) caps=none readonly_root=1 user=%d execd=%s sockets=%s",
              r->version, r->api, sbx_docker_host(r->dk), r->image, r->image_id, r->tag,
-             r->seccomp_rules, SBX_DOCKER_SPEC_UID, r->execd_path,
+             r->egress ? "proxy" : "none", r->seccomp_rules, SBX_DOCKER_SPEC_UID, r->execd_path,
              r->short_dir[0] ? r->short_dir : "<state>/sandboxes/<id>/run");
     sbx_runtime *rt = tk_calloc(1, sizeof *rt);
     rt->ops = &docker_ops;

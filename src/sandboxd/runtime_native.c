@@ -42,6 +42,7 @@
 #include "lib/log.h"
 #include "lib/tktime.h"
 #include "sandboxd/cgroup.h"
+#include "sandboxd/egress.h"
 #include "sandboxd/image.h"
 #include "sandboxd/native_child.h"
 #include "sandboxd/runtime.h"
@@ -68,6 +69,8 @@ typedef struct {
     char ws_opts[128];
     char tmp_opts[128];
     char desc[512];
+    tk_egress *egress; /* SANDBOX_NETWORK=proxy; NULL: none */
+    tk_egress_caps egress_caps;
 } native_rt;
 
 typedef struct {
@@ -79,6 +82,8 @@ typedef struct {
     int pidfd;
     int own_child;
     int exited;
+    tk_egress *eg;              /* the proxy serving it (SANDBOX_NETWORK=proxy) */
+    tk_egress_listener *egress; /* its listener there, or NULL */
 } native_inst;
 
 static native_rt *RT(sbx_runtime *rt)
@@ -233,8 +238,19 @@ out:
     return st;
 }
 
+/* Serves the sandbox's way out: a listener in its network namespace handed to
+ * the proxy. */
+static tk_status attach_egress(native_rt *r, native_inst *in, char *err, size_t errlen)
+{
+    in->eg = r->egress;
+    in->egress = sbx_egress_attach(r->egress, &r->egress_caps, in->pid, in->base.id, err, errlen);
+    return in->egress ? TK_OK : TK_ERROR;
+}
+
 static void instance_free(native_inst *in)
 {
+    if (in->egress) /* forgotten, not torn down: its way out goes all the same */
+        tk_egress_remove_listener(in->eg, in->egress);
     if (in->sync_fd >= 0)
         close(in->sync_fd);
     if (in->pidfd >= 0)
@@ -254,6 +270,10 @@ static void teardown(native_rt *r, native_inst *in)
             else
                 kill(in->pid, SIGKILL);
         }
+    }
+    if (in->egress) {
+        tk_egress_remove_listener(in->eg, in->egress);
+        in->egress = NULL;
     }
     /* killing init kills its pid namespace; thawing lets frozen tasks die */
     sbx_cgroup_kill_all(r->cg, in->base.id);
@@ -323,7 +343,7 @@ static tk_status native_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
         goto fail;
     }
     tok_env = tk_asprintf("EXECD_ACCESS_TOKEN=%s", spec->execd_token);
-    const char *execd_env[16], *user_env[16];
+    const char *execd_env[24], *user_env[24];
     size_t ne = 0, nu = 0;
     static const char *const common[] = {
         "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -336,6 +356,10 @@ static tk_status native_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
     for (size_t i = 0; i < TK_ARRAY_LEN(common); i++) {
         execd_env[ne++] = common[i];
         user_env[nu++] = common[i];
+    }
+    for (size_t i = 0; r->egress && sbx_egress_env[i]; i++) {
+        execd_env[ne++] = sbx_egress_env[i];
+        user_env[nu++] = sbx_egress_env[i];
     }
     execd_env[ne++] = "EXECD_LISTEN=fd:3";
     execd_env[ne++] = "EXECD_WORKSPACE=/workspace";
@@ -422,6 +446,10 @@ static tk_status native_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
     in->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     int64_t t_go = tk_mono_ns();
     if (wait_reply(in, 10000, "start", err, errlen) != TK_OK)
+        goto fail;
+    /* its loopback is up: the proxy listener in its namespace, before any
+     * code of the user's runs */
+    if (r->egress && attach_egress(r, in, err, errlen) != TK_OK)
         goto fail;
     int64_t t_ready = tk_mono_ns();
     /* a pool member is ready once execd serves: a claim should not find it
@@ -587,6 +615,13 @@ static tk_status native_attach(sbx_runtime *rt, const char *id, const json_t *sa
         instance_free(in);
         return TK_ENOENT;
     }
+    /* the old listener went with the process that held it: a new one (without
+     * it the sandbox has no way out, which fails closed) */
+    char eerr[300];
+    if (r->egress && attach_egress(r, in, eerr, sizeof eerr) != TK_OK)
+        tk_error("native",
+                 "msg=\"no egress for a sandbox found after a restart\" id=%s error=\"%s\"", id,
+                 eerr);
     int frozen = sbx_cgroup_frozen(r->cg, id);
     if (frozen != paused) {
         char e2[256];
@@ -779,11 +814,14 @@ static sbx_runtime *native_open(const sbx_runtime_config *cfg, char *err, size_t
     snprintf(r->ws_opts, sizeof r->ws_opts, "size=%lld,mode=0755,uid=%u,gid=%u",
              (long long)cfg->workspace_bytes, (unsigned)r->uid, (unsigned)r->gid);
     snprintf(r->tmp_opts, sizeof r->tmp_opts, "size=%lld,mode=1777", (long long)cfg->tmp_bytes);
+    r->egress = cfg->egress;
+    r->egress_caps = cfg->egress_caps;
     snprintf(r->desc, sizeof r->desc,
              "native namespaces=mnt,pid,net,ipc,uts,cgroup%s cgroups=\"%s\" group=%s seccomp=%u "
-             "image=%s execd=%s%s%s",
+             "network=%s image=%s execd=%s%s%s",
              r->userns ? ",user" : "", sbx_cgroup_describe(r->cg), group, (unsigned)r->filter.len,
-             r->img.rootfs, r->execd_path, r->short_dir[0] ? " sockets=" : "", r->short_dir);
+             r->egress ? "proxy" : "none", r->img.rootfs, r->execd_path,
+             r->short_dir[0] ? " sockets=" : "", r->short_dir);
     sbx_runtime *rt = tk_calloc(1, sizeof *rt);
     rt->ops = &native_ops;
     rt->impl = r;

@@ -268,11 +268,20 @@ tk_status sbx_service_create(sbx_service *svc, const sbx_service_create_req *req
     if (st != TK_OK) {
         tk_error("service", "msg=\"cannot start a sandbox\" id=%s error=\"%s\"", s->id, err);
         sbx_service_finish(svc, s, SBX_FAILED, "runtime_error", err);
-        result(res, 500, "RUNTIME_ERROR", "the sandbox could not be started: %s", err);
+        if (st == TK_EDENIED) /* the platform's capacity (a cluster's quota) */
+            result(res, 503, "CAPACITY", "no capacity for a sandbox: %s", err);
+        else if (st == TK_ECLOSED || st == TK_ETIMEOUT) /* the platform is away or slow */
+            result(res, 503, "UNAVAILABLE", "the sandbox platform did not answer in time: %s", err);
+        else
+            result(res, 500, "RUNTIME_ERROR", "the sandbox could not be started: %s", err);
         sbx_service_unref(svc, s);
         return TK_ERROR;
     }
+    if (in->warm)
+        pooled = 1; /* the runtime's own pool */
     pthread_mutex_lock(&svc->mu);
+    if (in->token[0]) /* execd's own token (a warm pod's) */
+        snprintf(s->token, sizeof s->token, "%s", in->token);
     s->inst = in;
     s->busy = 0;
     sbx_sandbox_set_state(s, SBX_RUNNING, "ready",
@@ -364,6 +373,10 @@ static tk_status pause_resume(sbx_service *svc, const char *id, int pause, sbx_s
     sbx_service_save_locked(svc, s);
     pthread_mutex_unlock(&svc->mu);
     release(svc, s);
+    if (st == TK_EDENIED) {
+        result(res, 501, "NOT_IMPLEMENTED", "%s", err);
+        return TK_ERROR;
+    }
     if (st != TK_OK) {
         result(res, 500, "RUNTIME_ERROR", "%s failed: %s", pause ? "pause" : "resume", err);
         return TK_ERROR;
@@ -518,8 +531,14 @@ tk_status sbx_service_proxy_begin(sbx_service *svc, const char *id, char *sock, 
     } else if (s->state != SBX_RUNNING || !s->inst) {
         result(res, 409, "CONFLICT", "sandbox %s is %s", id, sbx_sandbox_state_name(s->state));
         st = TK_EINVAL;
+    } else if (svc->cfg.proxy_per_sandbox > 0 && s->active >= svc->cfg.proxy_per_sandbox) {
+        result(res, 429, "TOO_MANY_REQUESTS",
+               "sandbox %s has %lld proxied requests in flight already "
+               "(SANDBOXD_PROXY_MAX_PER_SANDBOX); try again when one ends",
+               id, (long long)svc->cfg.proxy_per_sandbox);
+        st = TK_EDENIED;
     } else {
-        snprintf(sock, socklen, "%s", sbx_runtime_execd_socket(s->inst));
+        sbx_runtime_execd_endpoint(s->inst, sock, socklen);
         s->active++;
         sbx_service_touch_locked(svc);
         int64_t now = tk_now_ms();
@@ -647,6 +666,7 @@ sbx_service *sbx_service_open(const sbx_service_config *cfg, char *err, size_t e
     svc->img_ok = sbx_image_find(cfg->rtc.image_dir, &svc->img, ierr, sizeof ierr) == TK_OK;
     sbx_runtime_config rtc = cfg->rtc;
     rtc.state_dir = svc->state_dir;
+    rtc.pool_limits = cfg->policy.def;
     svc->rt = sbx_runtime_open(cfg->runtime, &rtc, svc->rt_error, sizeof svc->rt_error);
     if (!svc->rt)
         tk_error("service",

@@ -30,8 +30,9 @@ typedef struct {
     int64_t idle_ttl_ms;   /* 0: never reaped for idleness */
     int64_t min_timeout_s; /* bounds of a request's timeout */
     int64_t max_timeout_s;
-    int64_t max_sandboxes; /* live sandboxes at once (pool members not counted) */
-    int64_t tombstone_ms;  /* how long Terminated sandboxes stay visible */
+    int64_t max_sandboxes;     /* live sandboxes at once (pool members not counted) */
+    int64_t proxy_per_sandbox; /* proxied requests in flight to one sandbox; 0: no limit */
+    int64_t tombstone_ms;      /* how long Terminated sandboxes stay visible */
     sbx_limits_policy policy;
     const char *pool_name; /* extensions.poolRef that names our pool */
     /* A refill waits until the service has been quiet this long (no create,

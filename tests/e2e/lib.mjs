@@ -117,8 +117,8 @@ export async function launchBrowser() {
 
 // A new context and page; collects page errors, CSP reports and dialogs (an
 // alert() would be XSS) so a test can assert there were none.
-export async function newPage(browser, { viewport = 'desktop', theme = 'light', acceptDownloads = false } = {}) {
-  const context = await browser.newContext({ viewport: VIEWPORTS[viewport] || viewport, colorScheme: theme, acceptDownloads, deviceScaleFactor: 1, reducedMotion: 'reduce' });
+export async function newPage(browser, { viewport = 'desktop', theme = 'light', acceptDownloads = false, timezoneId } = {}) {
+  const context = await browser.newContext({ viewport: VIEWPORTS[viewport] || viewport, colorScheme: theme, acceptDownloads, deviceScaleFactor: 1, reducedMotion: 'reduce', timezoneId });
   const page = await context.newPage();
   const problems = { errors: [], dialogs: [], csp: [], console: [] };
   page.on('pageerror', (e) => problems.errors.push(String(e)));

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "app/agent/history.h"
-#include "app/agent/workspace.h"
+#include "app/workspace.h"
 #include "lib/json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

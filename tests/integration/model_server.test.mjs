@@ -904,7 +904,9 @@ describe('CLI', () => {
 describe('load', () => {
   test('500 concurrent streams all complete, and were open at the same time', async () => {
     const N = 500;
-    const s = await startModelServer({ scenarios: { conc: { steps: [{ text: 'w0 w1 w2 w3 w4 w5 w6 w7 w8 w9 {{last_user}}', chunk_delay_ms: 200 }] } } });
+    // each stream lasts ~5 s (10 deltas 600 ms apart): long enough that all 500 are open
+    // at once even when starting them takes seconds on a loaded 2-core machine
+    const s = await startModelServer({ scenarios: { conc: { steps: [{ text: 'w0 w1 w2 w3 w4 w5 w6 w7 w8 w9 {{last_user}}', chunk_delay_ms: 600 }] } } });
     try {
       const one = async (i) => {
         const proto = i % 2 ? 'anthropic' : 'openai';

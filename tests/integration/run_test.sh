@@ -13,8 +13,11 @@
 # ends tee as well, and the stop must still end the sandboxes and every
 # process, saying so on stderr; that run takes a backup every 2 s
 # (BACKUP_SCHEDULE=2s) and keeps the newest two (BACKUP_KEEP=2) in
-# var/backups, and the first says it backs up at 03:00 by default. Needs root
-# (the native sandbox runtime).
+# var/backups, and the first says it backs up at 03:00 by default. And once
+# more as `make run | head -c 1`: the pipe closes at the first line, the script
+# must not die of SIGPIPE (which would leave the services running) but start
+# the stack, keep it running and stop it all on Ctrl-C. Needs root (the native
+# sandbox runtime).
 # Last line: "N passed, N failed".
 set -uo pipefail
 set -m # the stack gets its own process group, so SIGINT reaches it as from a terminal
@@ -264,4 +267,31 @@ else
 fi
 before=$(stack_processes)
 ctrl_c "make run | tee" "$tee_err" # SIGINT to run.sh and tee alike
+
+# --- make run | head -c 1: the pipe closes at its first line; it must go on ---
+head_err=$work/head.err
+tee_pid=
+rm -f "$work/rc"
+{
+  "${stack_env[@]}" BACKUP_SCHEDULE=off scripts/run.sh 2>"$head_err"
+  echo $? >"$work/rc"
+} | head -c 1 >/dev/null &
+run_pid=$(jobs -p %+)
+up=
+for _ in $(seq 1200); do
+  curl -fsS -m 2 "http://127.0.0.1:$tusko_port/healthz" >/dev/null 2>&1 && { up=1; break; }
+  [[ -e $work/rc ]] && break
+  sleep 0.1
+done
+sleep 1 # (anything it says after starting tusko meets the closed pipe)
+if [[ -n $up && ! -e $work/rc ]]; then
+  ok "make run | head -c 1: the closed pipe does not end it; the stack starts and keeps running"
+else
+  not_ok "make run | head -c 1: the closed pipe does not end it; the stack starts and keeps running" \
+    "exit: $(cat "$work/rc" 2>/dev/null); $(cat "$head_err" "$work"/var/log/tusko.log 2>/dev/null | tail -20)"
+fi
+sid=$(start_sandbox)
+[[ -n $sid ]] && ok "make run | head -c 1: a sandbox starts" || not_ok "make run | head -c 1: a sandbox starts"
+before=$(stack_processes)
+ctrl_c "make run | head -c 1" "$head_err"
 finish

@@ -8,8 +8,9 @@
 # spread over lines in the source (macros such as UTOPIA_SETTINGS and
 # SUBAGENT_SETTINGS included). Besides the tables: the variables read with
 # getenv() in src/ (minus the process environment's own: HOME, PATH, TMPDIR,
-# and Python's IPYTHONDIR and MPLCONFIGDIR, which execd only passes on to
-# kernels); those have no table default, so theirs is listed below.
+# Python's IPYTHONDIR and MPLCONFIGDIR, which execd only passes on to
+# kernels, and KUBERNETES_SERVICE_HOST/PORT, which Kubernetes puts in every
+# pod); those have no table default, so theirs is listed below.
 #
 # Checks, one line each on failure:
 #   - every setting has a line NAME=VALUE (or "# NAME=VALUE") in .env.example;
@@ -39,6 +40,7 @@ bad() {
 declare -A GETENV_DEFAULT=(
   [LOG_LEVEL]=info    # src/lib/log.c: level_names[1] unless LOG_LEVEL names another
   [LOG_FORMAT]=text   # src/lib/log.c: text unless LOG_FORMAT=json
+  [TZDIR]=/usr/share/zoneinfo # src/lib/tz.c: the compiled zoneinfo schedules read
 )
 # Documented exceptions: .env.example may give another value than the code's
 # default (or a value where the code has none). Name → reason. None today; a
@@ -70,7 +72,7 @@ done
 tables=$(printf '%s' "$tables" | sed '/^$/d')
 for n in "${!GETENV_DEFAULT[@]}"; do tables+=$'\n'"getenv"$'\t'"$n"$'\t'"${GETENV_DEFAULT[$n]}"; done
 getenv_names=$(grep -rhoE 'getenv\("[A-Z][A-Z0-9_]+"\)' src | sed -E 's/getenv\("([A-Z0-9_]+)"\)/\1/' |
-  sort -u | grep -vxE 'HOME|PATH|TMPDIR|IPYTHONDIR|MPLCONFIGDIR')
+  sort -u | grep -vxE 'HOME|PATH|TMPDIR|TZDIR|IPYTHONDIR|MPLCONFIGDIR|KUBERNETES_SERVICE_HOST|KUBERNETES_SERVICE_PORT')
 table_names=$(printf '%s\n' "$tables" | cut -f2 | sort -u)
 for n in $getenv_names; do
   if printf '%s\n' "$table_names" | grep -qxF "$n"; then ok; else

@@ -188,16 +188,17 @@ export async function startCluster({ unsafeFast = false } = {}) {
           /* gone */
         }
       }
-      // until every one has gone (a zombie counts as gone)
-      const alive = (p) => {
+      // until every one has gone, reaped too: pg_ctl (and so `pg.sh start`)
+      // takes a postmaster that is still a zombie for a running one
+      const exists = (p) => {
         try {
-          const st = fs.readFileSync(`/proc/${p}/stat`, 'utf8');
-          return st.slice(st.lastIndexOf(')') + 2, st.lastIndexOf(')') + 3) !== 'Z';
+          process.kill(p, 0);
+          return true;
         } catch {
           return false;
         }
       };
-      for (let i = 0; i < 200 && ps.some(alive); i++) await sleep(25);
+      for (let i = 0; i < 400 && ps.some(exists); i++) await sleep(25);
       return ps;
     },
     start: () => pgsh(...args),
@@ -367,10 +368,12 @@ export async function api(base, p, { method, json, headers = {}, body, signal } 
 
 // Reads a Server-Sent Events stream until `until(event, all)` returns true, the
 // stream ends, or timeoutMs passes. Events: { id, event, data } (data is the raw
-// string; .json is parsed when it is JSON).
-export async function sse(base, p, { headers = {}, until = () => false, timeoutMs = 15000 } = {}) {
+// string; .json is parsed when it is JSON). An abort of `signal` ends it as a
+// time-out does (a client dropping its connection).
+export async function sse(base, p, { headers = {}, until = () => false, timeoutMs = 15000, signal } = {}) {
   const ac = new AbortController();
   const timer = setTimeout(() => ac.abort(), timeoutMs);
+  if (signal) signal.addEventListener('abort', () => ac.abort(), { once: true });
   const events = [];
   try {
     const res = await fetch(base + p, { headers: { accept: 'text/event-stream', ...headers }, signal: ac.signal });

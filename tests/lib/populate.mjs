@@ -1,7 +1,7 @@
 // A populated tusko, and everything its API reads: for the tests that carry a
 // database somewhere else and check nothing was lost — the backup round trip
 // (tests/integration/app/backup.test.mjs) and the upgrade from the previous
-// release (tests/integration/upgrade_test.mjs).
+// release (tests/integration/app/upgrade.test.mjs).
 //
 //   const data = await populate(base, { users: [alice, bob], sandbox: true });
 //   const before = await readAll(base, data);

@@ -95,7 +95,7 @@ export class ChatView {
   // (EventSource hears only the types it listens to, by name) and its tools
   // ({name, lane, changes_files}).
   configure({ events = [], tools = [] }) {
-    this.eventTypes = events.filter((t) => t !== 'history');
+    this.eventTypes = events.filter((t) => t !== 'history' && t !== 'stream_closed');
     this.tools = Object.fromEntries(tools.map((t) => [t.name, t]));
   }
 
@@ -136,6 +136,14 @@ export class ChatView {
     this.es = es;
     for (const t of this.eventTypes) es.addEventListener(t, (e) => this.onMessage(e));
     es.addEventListener('history', (e) => this.onHistory(e));
+    // the account's limit of open streams closed this one (another tab opened
+    // one more): stop here instead of taking a stream back from that tab, and
+    // offer to reconnect
+    es.addEventListener('stream_closed', () => {
+      if (this.es !== es) return;
+      es.close();
+      this.connection(false, 'evicted');
+    });
     es.onmessage = (e) => this.onMessage(e);
     es.onopen = () => this.connection(true);
     es.onerror = () => {
@@ -157,10 +165,19 @@ export class ChatView {
       return;
     }
     const show = () => {
-      bar.textContent = how === 'closed' ? 'This chat cannot be followed any more (signed out, or it was deleted). Reload the page.' : 'Reconnecting…';
+      clear(bar);
+      if (how === 'evicted') {
+        const again = document.createElement('button');
+        again.type = 'button';
+        again.textContent = 'Reconnect';
+        again.addEventListener('click', () => this.open(this.sessionId));
+        bar.append('This chat stopped updating: your account has too many chats open (tabs or devices). ', again);
+      } else {
+        bar.textContent = how === 'closed' ? 'This chat cannot be followed any more (signed out, or it was deleted). Reload the page.' : 'Reconnecting…';
+      }
       bar.hidden = false;
     };
-    if (how === 'closed') show();
+    if (how === 'closed' || how === 'evicted') show();
     else this.connTimer = setTimeout(show, 2000);
   }
 

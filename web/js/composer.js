@@ -13,6 +13,7 @@ export class Composer {
     this.onModel = onModel;
     this.busy = false;
     this.skills = null;
+    window.addEventListener('skills-changed', () => (this.skills = null)); // loaded again on the next "/"
     this.input = $('#prompt', root);
     this.send = $('#send', root);
     this.model = $('#model', root);
@@ -88,9 +89,9 @@ export class Composer {
     if (this.skills) return this.skills;
     try {
       const r = await api('/api/skills');
-      this.skills = (r && r.skills) || [];
+      this.skills = ((r && r.skills) || []).filter((s) => s.enabled !== false); // the disabled ones are not offered
     } catch {
-      this.skills = []; // none until the skills issue lands
+      this.skills = []; // the server offers none
     }
     return this.skills;
   }

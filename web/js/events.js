@@ -34,8 +34,8 @@
 // duration_ms, error (the last error event, shown if the turn fails)}.
 
 // The event types apply() reads (the server declares the types it sends: GET
-// /api/agent; a test checks each one is read here, or is "history", which the
-// stream's reader takes itself).
+// /api/agent; a test checks each one is read here, or is "history" or
+// "stream_closed", which the stream's reader takes itself).
 export const HANDLED_TYPES = ['turn_start', 'text', 'plan', 'plan_update', 'tool_start', 'tool_output', 'tool_end', 'sandbox_spawn', 'sandbox_gone', 'error', 'subagent_start', 'subagent_end', 'turn_end'];
 
 // A chat's state. tools: {name: {lane, changes_files}} as the server declares

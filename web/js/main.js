@@ -1,5 +1,6 @@
 // Tusko's web UI: boots, signs in, and wires the pieces together.
-//   router.js    path → view: the chat (/, /c/{id}), memory, settings (VIEWS below)
+//   router.js    path → view: the chat (/, /c/{id}), memory, schedules, settings (VIEWS below)
+//   schedules.js the Schedules page: create with a preview, history, pause/resume/run now
 //   sidebar.js   chats: new, rename, delete, search; the links to the other views
 //   chat.js      the conversation, from the session's event stream (events.js folds it)
 //   composer.js  the message box, model picker, skills menu, uploads
@@ -14,6 +15,7 @@ import { $, h, icon } from './html.js';
 import { MemoryView } from './memory.js';
 import { Panel } from './panel.js';
 import { Router } from './router.js';
+import { SchedulesView } from './schedules.js';
 import { SettingsView } from './settings.js';
 import { Sidebar } from './sidebar.js';
 import { initTheme } from './theme.js';
@@ -382,10 +384,13 @@ function initViews() {
   const memoryPage = new MemoryView();
   $('#view-memory .page-inner').append(memoryPage.el);
   const settings = new SettingsView($('#view-settings .page-inner'), { onSignOut: signOut });
+  const schedulesPage = new SchedulesView({ onOpenChat: (id) => router.go(`/c/${id}`), onRunsChanged: () => sidebar.load().catch(toast) });
+  $('#view-schedules .page-inner').append(schedulesPage.el);
   const VIEWS = [
     ['/', chatView],
     ['/c/:id', chatView],
     ['/memory', pageView('memory', 'Memory', () => memoryPage.changed())],
+    ['/schedules', pageView('schedules', 'Schedules', () => schedulesPage.shown())],
     ['/settings', pageView('settings', 'Settings', () => settings.render(state.me, state.models, state.agent))],
   ];
   router = new Router(chatView);

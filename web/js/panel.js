@@ -1,6 +1,6 @@
 // The side panel: tabs for the chat's workspace (Files) and the trace of a
-// turn (Trace). Later issues add their own tab with addTab(): the browser's
-// live view, memory.
+// turn (Trace). A feature adds its own tab with addTab() (the browser's live
+// view will).
 import { $, h } from './html.js';
 
 export class Panel {

@@ -1,4 +1,5 @@
-// The sidebar: the user's chats (newest activity first), new chat, rename in
+// The sidebar: the user's chats (newest activity first; those scheduled runs
+// made grouped apart under "Scheduled"), new chat, rename in
 // place, delete with a confirmation, search by title. The list holds the 200
 // most recent chats; when there are more, a search also asks the server
 // (GET /api/sessions?q=) so older chats are found too.
@@ -80,11 +81,14 @@ export class Sidebar {
       this.list.replaceChildren(h('li.none', { text: q ? 'No chat has that in its title.' : 'No chats yet.' }));
       return;
     }
-    this.list.replaceChildren(...shown.map((s) => this.item(s)));
+    // the chats scheduled runs made are grouped apart, after the user's own
+    const own = shown.filter((s) => s.origin !== 'scheduled');
+    const scheduled = shown.filter((s) => s.origin === 'scheduled');
+    this.list.replaceChildren(...own.map((s) => this.item(s)), ...(scheduled.length ? [h('li.group', { id: 'chats-scheduled', text: 'Scheduled' }), ...scheduled.map((s) => this.item(s, true))] : []));
     this.select(this.current);
   }
 
-  item(s) {
+  item(s, scheduled = false) {
     const a = h('a.chat-link', { href: `/c/${s.id}`, text: s.title || 'New chat', title: s.title || 'New chat' });
     a.addEventListener('click', (e) => {
       if (e.metaKey || e.ctrlKey || e.shiftKey || e.button !== 0) return;
@@ -93,7 +97,7 @@ export class Sidebar {
     });
     const rename = h('button.icon-btn', { type: 'button', title: 'Rename', 'aria-label': `Rename “${s.title}”`, onclick: () => this.rename(s, li) }, icon('edit'));
     const del = h('button.icon-btn', { type: 'button', title: 'Delete', 'aria-label': `Delete “${s.title}”`, onclick: () => this.confirmDelete(s) }, icon('trash'));
-    const li = h('li', { dataset: { id: s.id } }, a, h('span.actions', {}, rename, del));
+    const li = h('li', { dataset: { id: s.id, origin: scheduled ? 'scheduled' : 'user' } }, a, h('span.actions', {}, rename, del));
     return li;
   }
 

@@ -1,7 +1,9 @@
 /*
- * events.h — the live events of chat sessions: emitted by turns and tools,
- * stored in Postgres, numbered per session, then delivered to SSE listeners on
- * this instance and (through LISTEN/NOTIFY) on every other instance.
+ * events.h — the queue of a chat's stored events and its writer: emitted by
+ * turns and tools, stored in Postgres, numbered, then handed to the hub
+ * (hub.h), which delivers them to SSE listeners on this instance; other
+ * instances hear of them through the bus (bus.h). An event that must never be
+ * stored (a live view's frame) does not come here: agent_hub_publish_transient.
  *
  * Emitting (any thread, never blocks on the database):
  *
@@ -19,7 +21,7 @@
  *
  * Every event's data is a JSON object {"type","turn_id","at",...payload}; the
  * SSE frame is "id: <seq>\nevent: <type>\ndata: <json>". Types are listed in
- * docs/AGENT.md (text, turn_start, plan, plan_update, tool_start, tool_output,
+ * event_types.c and docs/AGENT.md (text, turn_start, plan, plan_update, tool_start, tool_output,
  * tool_end, sandbox_spawn, sandbox_gone, error, turn_end). A replay asked for
  * by turns (?turns=N: from the N-th last turn_start) starts with one frame
  * without an id, "event: history", saying whether earlier events exist and
@@ -29,11 +31,9 @@
 #define APP_AGENT_EVENTS_H
 
 #include <jansson.h>
-#include <libpq-fe.h>
 #include <stddef.h>
 
 #include "lib/common.h"
-#include "lib/httpd.h"
 
 /* Queues an event; steals data (an object; NULL means {}). turn_id may be NULL. */
 void agent_event_emit(const char *session_id, const char *turn_id, const char *type, json_t *data);
@@ -47,27 +47,12 @@ void agent_event_text(const char *session_id, const char *turn_id, int step, con
 void agent_event_text_tagged(const char *session_id, const char *turn_id, int step, json_t *tags,
                              const char *s, size_t n);
 
-/* Starts the writer and the LISTEN thread (after app_init). */
+/* Starts the hub, the bus and the writer (after app_init; register bus
+ * channels and ticks first). */
 tk_status agent_events_start(char *err, size_t errlen);
-/* Stores what is queued, then stops both threads. */
+/* Stores what is queued, then stops the writer and the bus. */
 void agent_events_stop(void);
 /* Blocks until every event queued before the call is stored (tests, shutdown). */
 void agent_events_flush(void);
-
-/* For the cross-instance parts (agent.c): the LISTEN thread calls these. */
-typedef void (*agent_notify_fn)(const char *channel, const char *payload, void *ud);
-/* Registers a channel to LISTEN on besides tusko_events (before start). */
-void agent_events_listen(const char *channel, agent_notify_fn fn, void *ud);
-/* Called on the LISTEN thread's own connection every ~10 s and once at start
- * (sweeps that need a session-level advisory lock context). */
-void agent_events_on_tick(void (*fn)(PGconn *conn, void *ud), void *ud);
-/* This process's instance id (a random UUID made at start; held as a session
- * advisory lock on the LISTEN connection while the process lives). */
-const char *agent_instance_id(void);
-/* SQL for the advisory lock key of instance id $1 (liveness checks). */
-#define AGENT_INSTANCE_LOCK_SQL "hashtextextended('tusko_instance:' || $1, 0)"
-
-extern const tk_route agent_events_routes[];
-extern const size_t agent_events_nroutes;
 
 #endif

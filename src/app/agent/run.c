@@ -3,23 +3,24 @@
  * makes through the registry, append the results, and go again until the model
  * stops, the step budget or the time limit ends, or the turn is cancelled.
  *
- * Everything here runs on the agent's event loop except the `work` halves of
- * jobs (database writes, blocking tools), which run on the pools and post their
- * `then` halves back. A run is therefore a small state machine; it never holds
- * a thread while it waits.
+ * Everything here runs on the run's event loop (cfg.env->loop) except the
+ * `work` halves of jobs (database writes, blocking tools), which run on the
+ * environment's pools and post their `then` halves back. A run is therefore a
+ * small state machine; it never holds a thread while it waits. See run.h.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/agent/agent.h"
-#include "app/agent/events.h"
+#include "app/agent/run.h"
+
 #include "app/agent/history.h"
-#include "app/app.h"
 #include "app/llm/llm.h"
+#include "app/settings.h"
 #include "lib/json.h"
 #include "lib/log.h"
+#include "lib/pg.h"
 #include "lib/tktime.h"
 
 enum { RUN_IDLE, RUN_STREAMING, RUN_PERSISTING, RUN_TOOL, RUN_FINISHED };
@@ -92,18 +93,15 @@ static void run_emit(agent_run *r, const char *type, json_t *data)
         data = json_object();
     if (r->tags)
         json_object_update(data, r->tags);
-    agent_event_emit(r->session_id, r->turn_id, type, data);
+    r->cfg.env->emit(r->session_id, r->turn_id, type, data);
 }
 
 static void on_text(void *ud, const char *d, size_t n)
 {
     agent_run *r = ud;
-    if (r->tags) {
-        /* a nested run's text: tagged, merged only with its own deltas */
-        agent_event_text_tagged(r->session_id, r->turn_id, r->step, json_deep_copy(r->tags), d, n);
-        return;
-    }
-    agent_event_text(r->session_id, r->turn_id, r->step, d, n);
+    /* a nested run's text is tagged, merged only with its own deltas */
+    r->cfg.env->emit_text(r->session_id, r->turn_id, r->step,
+                          r->tags ? json_deep_copy(r->tags) : NULL, d, n);
 }
 
 /* ---------------------------------------------------------------- persistence */
@@ -118,7 +116,7 @@ static void persist_work(void *ud)
 {
     struct persist_job *j = ud;
     agent_run *r = j->r;
-    PGconn *c = app_db_acquire();
+    PGconn *c = r->cfg.env->db_acquire();
     if (!c) {
         j->st = TK_ERROR;
         return;
@@ -153,7 +151,7 @@ static void persist_work(void *ud)
         tk_pg_exec(c, "SELECT tusko_spans_add($1, $2::jsonb)", 2, p);
     }
     free(spans);
-    app_db_release(c);
+    r->cfg.env->db_release(c);
 }
 
 static void persist_then(void *ud)
@@ -191,8 +189,8 @@ static void append_then(agent_run *r, json_t *msg, void (*next)(agent_run *))
     j->msg = msg;
     r->state = RUN_PERSISTING;
     r->after_persist = next;
-    if (tk_workpool_submit_then(agent_db_pool(), agent_loop(), persist_work, persist_then, j) !=
-        TK_OK) {
+    if (tk_workpool_submit_then(r->cfg.env->db_pool, r->cfg.env->loop, persist_work, persist_then,
+                                j) != TK_OK) {
         j->st = TK_ERROR;
         persist_then(j);
     }
@@ -233,7 +231,7 @@ static void run_finish(agent_run *r, const char *state, const char *code, const 
         r->stream = NULL;
     }
     /* report on a fresh loop iteration: never inside a callback of ours */
-    tk_ev_timer_add(agent_loop(), 0, report_done, r);
+    tk_ev_timer_add(r->cfg.env->loop, 0, report_done, r);
 }
 
 static void stop_now(agent_run *r)
@@ -245,9 +243,9 @@ static void stop_now(agent_run *r)
 
 /* ---------------------------------------------------------------- the model */
 
-static void fill_provider(const app_model *m, llm_provider *p, char *err, size_t errlen)
+static void fill_provider(const agent_run_env *s, const app_model *m, llm_provider *p, char *err,
+                          size_t errlen)
 {
-    const app_settings *s = app_get()->cfg;
     memset(p, 0, sizeof *p);
     p->name = m->provider;
     if (m->kind == APP_PROVIDER_ANTHROPIC) {
@@ -296,7 +294,7 @@ static void run_step(agent_run *r)
     }
     char perr[200] = "";
     llm_provider prov;
-    fill_provider(r->cfg.model, &prov, perr, sizeof perr);
+    fill_provider(r->cfg.env, r->cfg.model, &prov, perr, sizeof perr);
     if (perr[0]) {
         run_emit(r, "error",
                  tk_json_obj("code", json_string("PROVIDER_NOT_CONFIGURED"), "message",
@@ -304,7 +302,7 @@ static void run_step(agent_run *r)
         run_finish(r, "failed", "PROVIDER_NOT_CONFIGURED", perr);
         return;
     }
-    const app_settings *s = app_get()->cfg;
+    const agent_run_env *s = r->cfg.env;
     json_t *window = agent_history_window(r->messages, AGENT_HISTORY_MAX);
     long remaining = 0;
     if (r->cfg.deadline_mono_ms > 0) {
@@ -330,7 +328,7 @@ static void run_step(agent_run *r)
                     json_integer((json_int_t)json_array_size(r->tools_offered)), NULL));
     llm_callbacks cb = {.on_text = on_text, .on_done = on_model_done};
     r->state = RUN_STREAMING;
-    r->stream = llm_stream_start(agent_http(), agent_loop(), &prov, &req, &cb, r);
+    r->stream = llm_stream_start(s->http, s->loop, &prov, &req, &cb, r);
     json_decref(window);
 }
 
@@ -504,7 +502,7 @@ static void call_done(agent_call *c)
     if (!c->res.content)
         agent_result_text(&c->res, "(no output)");
     size_t chars = 0;
-    char *content = cap_content(c->res.content, (size_t)app_get()->cfg->tool_result_max, &chars);
+    char *content = cap_content(c->res.content, (size_t)r->cfg.env->tool_result_max, &chars);
     int cancelled = c->res.is_error && r->cancel;
     double ms = (double)(tk_mono_ns() - c->t0_ns) / 1e6;
     agent_span_attrs(c->span, tk_json_obj("result_size", json_integer((json_int_t)strlen(content)),
@@ -652,7 +650,7 @@ static void start_call(agent_run *r, size_t idx, size_t slot)
             agent_result_error(&c->res,
                                "%s is not available: code execution is off on this server (%s "
                                "not set), so nothing can be written or run",
-                               c->name, app_get()->execution_missing);
+                               c->name, r->cfg.env->execution_missing);
         else
             agent_result_error(&c->res, "%s is not available on this server", c->name);
         call_done(c);
@@ -668,7 +666,7 @@ static void start_call(agent_run *r, size_t idx, size_t slot)
         c->tool->start(c, c->args);
         return;
     }
-    if (tk_workpool_submit_then(agent_tool_pool(), agent_loop(), tool_work, tool_then, c) !=
+    if (tk_workpool_submit_then(r->cfg.env->tool_pool, r->cfg.env->loop, tool_work, tool_then, c) !=
         TK_OK) {
         agent_result_error(&c->res, "the server is too busy to run %s now; try again", c->name);
         call_done(c);
@@ -716,7 +714,7 @@ static void deadline_fire(tk_ev_timer *t, void *ud)
     r->deadline = NULL;
     char m[160];
     char d[32];
-    tk_format_duration(app_get()->cfg->turn_timeout_ms, d, sizeof d);
+    tk_format_duration(r->cfg.env->turn_timeout_ms, d, sizeof d);
     snprintf(m, sizeof m, "the turn ran out of time (TUSKO_TURN_TIMEOUT is %s)", d);
     run_emit(r, "error",
              tk_json_obj("code", json_string("TURN_TIMEOUT"), "message", json_string(m), NULL));
@@ -783,7 +781,7 @@ agent_run *agent_run_start(const agent_run_cfg *cfg)
         r->cfg.max_steps = 1;
     if (cfg->deadline_mono_ms > 0) {
         int64_t left = cfg->deadline_mono_ms - tk_mono_ms();
-        r->deadline = tk_ev_timer_add(agent_loop(), left > 0 ? left : 0, deadline_fire, r);
+        r->deadline = tk_ev_timer_add(cfg->env->loop, left > 0 ? left : 0, deadline_fire, r);
     }
     run_step(r);
     return r;
@@ -910,7 +908,8 @@ void agent_run_free(agent_run *r)
 agent_run_cfg agent_run_cfg_for_call(agent_call *call)
 {
     agent_run *p = call->run;
-    agent_run_cfg cfg = {.session_id = p->session_id,
+    agent_run_cfg cfg = {.env = p->cfg.env,
+                         .session_id = p->session_id,
                          .user_id = p->user_id,
                          .turn_id = p->turn_id,
                          .model = p->cfg.model,

@@ -69,6 +69,12 @@ void agent_tools_register(const agent_tool *t)
     registry[ntools++] = t;
 }
 
+void agent_tools_register_table(const agent_tool *tools, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        agent_tools_register(&tools[i]);
+}
+
 const agent_tool *agent_tools_find(const char *name)
 {
     for (size_t i = 0; i < ntools; i++)

@@ -1,5 +1,9 @@
 /*
- * tools.h — the tool registry: every tool the agent can call, with its lane.
+ * tools.h — the tool registry: every tool the agent can call, with its lane,
+ * and what a running tool may use of its call (agent_call_*, implemented by
+ * the loop, run.c). The tools themselves live in src/app/tools/, one file a
+ * family (plan, files, exec, web_fetch, memory, subagent); nothing here or in
+ * the rest of agent/ knows them.
  *
  * A tool declares its lane, and the lane decides whether it is offered at all:
  *   fast     runs in the chat server (planning, look-ups, memory, subagents,
@@ -9,10 +13,9 @@
  *            sandbox through getOrCreateOpenSandbox (writes/executes) or
  *            getExistingOpenSandbox (reads) only;
  *   browser  drives an isolated browser session — only when the browser service
- *            is configured (agent_lane_set_available, a later issue).
+ *            is configured (agent_lane_set_available; off until there is one).
  *
- * Adding a tool (a later issue: search_chunks, remember, delegate_subagent,
- * browser tools, web_fetch, schedules...) is one file and one call:
+ * Adding a tool family is one file under src/app/tools/ and one row:
  *
  *   static void run_remember(agent_call *call, const json_t *args, agent_result *out)
  *   {
@@ -30,13 +33,13 @@
  *   };
  *   void utopia_tools_register(void) { agent_tools_register(&remember_tool); }
  *
- * and a call to utopia_tools_register() next to agent_builtin_tools_register()
- * in agent.c. Two ways to run:
+ * and utopia_tools_register one row of tool_families[] in app/agent_start.c.
+ * Two ways to run:
  *   - run (blocking): called on a worker of the bounded tool pool; may block on
  *     the network or the database; returns by filling *out.
  *   - start (asynchronous): called on the agent's event-loop thread and must not
  *     block; it finishes later with agent_call_finish (on the loop thread), e.g.
- *     after a nested agent loop ends (delegate_subagent, see agent.h) or a
+ *     after a nested agent loop ends (delegate_subagent, see run.h) or a
  *     multi-stream HTTP call completes.
  * While running, a tool may emit events (agent_call_emit / agent_call_output),
  * record spans (agent_call_span_begin/end) and must poll agent_call_cancelled
@@ -58,7 +61,7 @@ typedef enum { AGENT_LANE_FAST = 0, AGENT_LANE_SANDBOX = 1, AGENT_LANE_BROWSER =
 
 const char *agent_lane_name(agent_lane lane); /* "fast", "sandbox", "browser" */
 /* Whether a lane's tools are offered: fast always; sandbox when the sandbox
- * service is configured; browser once a later issue turns it on. */
+ * service is configured; browser once agent_lane_set_available turns it on. */
 int agent_lane_available(agent_lane lane);
 void agent_lane_set_available(agent_lane lane, int on);
 
@@ -103,6 +106,9 @@ typedef struct agent_tool {
     /* Non-zero: a call that ends well may have changed the chat's files (the
      * web UI then reloads its Files tab). Declared by GET /api/agent. */
     int changes_files;
+    /* Non-zero: offered only to a turn whose user has a skill enabled (the
+     * skill tools); the turn leaves it out otherwise. */
+    int needs_skills;
 } agent_tool;
 
 /* Parallel calls of one answer running at once, at most. */
@@ -111,6 +117,8 @@ typedef struct agent_tool {
 /* Registers a tool (at start-up, before serving). The struct must outlive the
  * process (a static). A duplicate name aborts (a broken invariant). */
 void agent_tools_register(const agent_tool *t);
+/* Registers n tools of a family's table, in its order. */
+void agent_tools_register_table(const agent_tool *tools, size_t n);
 const agent_tool *agent_tools_find(const char *name);
 size_t agent_tools_count(void);
 const agent_tool *agent_tools_at(size_t i);
@@ -125,11 +133,8 @@ json_t *agent_tools_offered_at(const char *const *allow, int depth);
  * being whether the turn's own run is offered it now. */
 json_t *agent_tools_catalog(void);
 
-/* The tools of issue 6 (plan_task, list_files, preview, write_file, read_file,
- * execute_command, execute_code); agent_init calls it. */
-void agent_builtin_tools_register(void);
-
-/* --- what a running tool may use (any thread, unless said otherwise) --- */
+/* --- what a running tool may use (any thread, unless said otherwise);
+ *     implemented by the loop (run.c), which owns the call --- */
 
 const char *agent_call_id(const agent_call *c); /* the model's tool call id */
 const char *agent_call_name(const agent_call *c);

@@ -7,16 +7,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/agent/agent.h"
+#include "app/agent/bus.h"
 #include "app/agent/events.h"
 #include "app/agent/history.h"
-#include "app/agent/memory.h"
+#include "app/agent/hub.h"
+#include "app/agent/prompt.h"
+#include "app/agent/run.h"
 #include "app/agent/turn.h"
 #include "app/app.h"
 #include "app/auth/auth.h"
 #include "app/models.h"
 #include "app/ratelimit.h"
 #include "app/sessions.h"
+#include "app/skills.h"
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/tktime.h"
@@ -34,8 +37,13 @@ typedef struct turn {
     agent_span *root;
     agent_run *run;
     json_t *history;
-    agent_memory_offer mem; /* long-term memories found for the turn's text */
-    int skip;               /* the turn row was no longer queued */
+    agent_prompt_parts prompt; /* what the system prompt needs, found for the turn */
+    const char **allow;        /* the tools offered when they are not all: NULL-terminated */
+    char invoked[96];          /* "/name" started the message: the skill's span, to record */
+    char invoked_digest[SKILLS_DIGEST_HEX];
+    int invoked_version;
+    int64_t invoked_ms;
+    int skip; /* the turn row was no longer queued */
     int prepare_failed;
     int cancel_requested;
     char cancel_code[32];
@@ -47,6 +55,14 @@ typedef struct turn {
     json_t *end_ev; /* turn_end's data, emitted once the end is stored */
     struct turn *next;
 } turn;
+
+/* Where turns run (agent_turns_init). */
+static const agent_run_env *env;
+
+void agent_turns_init(const agent_run_env *e)
+{
+    env = e;
+}
 
 /* Loop thread only. */
 static turn *active;
@@ -74,22 +90,26 @@ static void turn_free(turn *t)
     agent_trace_free(t->trace);
     json_decref(t->history);
     json_decref(t->end_ev);
-    agent_memory_offer_free(&t->mem);
+    agent_prompt_parts_free(&t->prompt);
+    free(t->allow);
     free(t->content);
     free(t);
 }
 
 /* ---------------------------------------------------------------- finish */
 
-static void finish_work(void *ud)
+/* How long the end of a turn is retried while the database is away (a
+ * restart, a crash and its recovery); past it the turn stays running until an
+ * instance started later fails it as interrupted. */
+#define FINISH_RETRY_MS 60000
+
+/* Stores the end of a turn (its row, the last spans): once stored, the chat
+ * takes the next message. */
+static tk_status finish_store(turn *t, const char *spans)
 {
-    turn *t = ud;
     PGconn *c = app_db_acquire();
-    if (!c) {
-        tk_error("turn", "msg=\"could not store the end of a turn\" turn=%s", t->id);
-        return;
-    }
-    char *spans = agent_trace_take_pending(t->trace);
+    if (!c)
+        return TK_ERROR;
     char steps[16], calls[16], in[24], out[24];
     snprintf(steps, sizeof steps, "%d", t->steps);
     snprintf(calls, sizeof calls, "%d", t->tool_calls);
@@ -105,13 +125,37 @@ static void finish_work(void *ud)
                        out,
                        t->session_id,
                        spans ? spans : "[]"};
-    if (tk_pg_exec(c,
-                   "SELECT tusko_turn_finish($1, $2, $3, $4, $5::int, $6::int, $7::bigint, "
-                   "$8::bigint, $9, $10::jsonb)",
-                   10, p) != TK_OK)
-        tk_error("turn", "msg=\"could not store the end of a turn\" turn=%s", t->id);
-    free(spans);
+    tk_status st = tk_pg_exec(c,
+                              "SELECT tusko_turn_finish($1, $2, $3, $4, $5::int, $6::int, "
+                              "$7::bigint, $8::bigint, $9, $10::jsonb)",
+                              10, p);
     app_db_release(c);
+    return st;
+}
+
+static void finish_work(void *ud)
+{
+    turn *t = ud;
+    char *spans = agent_trace_take_pending(t->trace);
+    int64_t deadline = tk_mono_ms() + FINISH_RETRY_MS;
+    int backoff = 100, tries = 0, stored;
+    while (!(stored = finish_store(t, spans) == TK_OK)) {
+        if (++tries == 1)
+            tk_warn("turn", "msg=\"could not store the end of a turn; trying again\" turn=%s",
+                    t->id);
+        if (tk_mono_ms() + backoff > deadline) {
+            tk_error("turn",
+                     "msg=\"could not store the end of a turn\" turn=%s tries=%d "
+                     "hint=\"an instance started later fails it as interrupted\"",
+                     t->id, tries);
+            break;
+        }
+        tk_sleep_ms(backoff);
+        backoff = backoff < 2000 ? backoff * 2 : 2000;
+    }
+    if (stored && tries > 0)
+        tk_info("turn", "msg=\"end of the turn stored\" turn=%s tries=%d", t->id, tries + 1);
+    free(spans);
 }
 
 /* turn_end goes out after tusko_turn_finish has stored the end, so a client
@@ -154,8 +198,7 @@ static void turn_end(turn *t, const char *state, const char *code, const char *m
     t->end_ev = ev;
     tk_info("turn", "msg=\"turn ended\" turn=%s state=%s steps=%d tools=%d ms=%lld code=%s", t->id,
             state, t->steps, t->tool_calls, (long long)ms, code && *code ? code : "-");
-    if (tk_workpool_submit_then(agent_db_pool(), agent_loop(), finish_work, finish_then, t) !=
-        TK_OK) {
+    if (tk_workpool_submit_then(env->db_pool, env->loop, finish_work, finish_then, t) != TK_OK) {
         finish_work(t); /* the pool is stopping: do it here */
         finish_then(t);
     }
@@ -172,6 +215,60 @@ static void run_done(void *ud, agent_run *run)
 }
 
 /* ---------------------------------------------------------------- start */
+
+/* A message starting with "/name args" for an enabled skill: the skill is
+ * activated before the model runs, as if the model had called activate_skill
+ * (the call and its result stored after the user's message, so later turns
+ * keep them too), with $ARGUMENTS replaced by args. Blocking. */
+static void invoke_skill(PGconn *c, turn *t, const skills_skill *sk, const char *args)
+{
+    char call_id[64];
+    snprintf(call_id, sizeof call_id, "skill_%s", t->id);
+    json_t *argv = tk_json_obj("name", json_string(sk->name), "arguments", json_string(args), NULL);
+    char *argv_s = tk_json_dumps(argv);
+    json_decref(argv);
+    json_t *calls = json_array();
+    json_array_append_new(calls, tk_json_obj("id", json_string(call_id), "name",
+                                             json_string("activate_skill"), "arguments",
+                                             json_string(argv_s), NULL));
+    char *content = skills_activation(sk, args);
+    char *calls_s = tk_json_dumps(calls);
+    char id1[TK_UUID_LEN], id2[TK_UUID_LEN];
+    tk_uuid7(id1);
+    tk_uuid7(id2);
+    const char *p1[] = {id1,     t->session_id, "assistant", "",      t->id,   "0",
+                        calls_s, NULL,          NULL,        "false", "false", "[]"};
+    const char *p2[] = {id2,  t->session_id, "tool",           content, t->id,   "0",
+                        NULL, call_id,       "activate_skill", "false", "false", "[]"};
+    const char *sql = "SELECT tusko_message_add($1, $2, $3, $4, $5, $6::int, $7::jsonb, $8, $9, "
+                      "$10::boolean, $11::boolean, $12::jsonb)";
+    if (tk_pg_exec(c, sql, 12, p1) != TK_OK || tk_pg_exec(c, sql, 12, p2) != TK_OK)
+        tk_warn("turn", "msg=\"the skill invoked was not stored\" turn=%s skill=%s", t->id,
+                sk->name);
+    free(calls_s);
+    json_array_append_new(t->history, tk_json_obj("role", json_string("assistant"), "content",
+                                                  json_string(""), "tool_calls", calls, NULL));
+    json_array_append_new(t->history,
+                          tk_json_obj("role", json_string("tool"), "tool_call_id",
+                                      json_string(call_id), "content", json_string(content), NULL));
+    free(content);
+    free(argv_s);
+    snprintf(t->invoked, sizeof t->invoked, "%s", sk->name);
+    snprintf(t->invoked_digest, sizeof t->invoked_digest, "%s", sk->digest);
+    t->invoked_version = sk->version;
+    t->invoked_ms = tk_now_ms();
+}
+
+/* With no skill enabled the skill tools are not offered: every other tool is. */
+static const char **tools_without_skills(void)
+{
+    size_t n = agent_tools_count(), k = 0;
+    const char **allow = tk_calloc(n + 1, sizeof *allow);
+    for (size_t i = 0; i < n; i++)
+        if (!agent_tools_at(i)->needs_skills)
+            allow[k++] = agent_tools_at(i)->name;
+    return allow;
+}
 
 static void prepare_work(void *ud)
 {
@@ -197,9 +294,16 @@ static void prepare_work(void *ud)
             t->prepare_failed = 1;
     }
     PQclear(r);
-    /* the memories to offer the model (a failure only costs them) */
-    if (!t->skip && !t->prepare_failed)
-        agent_memory_lookup(c, t->user_id, t->session_id, t->content, &t->mem);
+    /* what the system prompt needs (a failure only costs its part) */
+    if (!t->skip && !t->prepare_failed) {
+        agent_prompt_gather(c, t->user_id, t->session_id, t->content, &t->prompt);
+        const char *args = NULL;
+        const skills_skill *sk = skills_invocation(t->prompt.skills.set, t->content, &args);
+        if (sk)
+            invoke_skill(c, t, sk, args);
+        if (t->prompt.skills.set->n == 0)
+            t->allow = tools_without_skills();
+    }
     app_db_release(c);
 }
 
@@ -231,14 +335,21 @@ static void prepare_then(void *ud)
         return;
     }
     const app_settings *s = app_get()->cfg;
-    char *system =
-        agent_memory_prompt(app_get()->system_prompt, &t->mem, t->trace, agent_span_id(t->root));
-    agent_run_cfg cfg = {.session_id = t->session_id,
+    if (t->invoked[0])
+        agent_span_record(
+            t->trace, agent_span_id(t->root), "skill", t->invoked, t->invoked_ms, 0, "ok",
+            tk_json_obj("skill", json_string(t->invoked), "version",
+                        json_integer(t->invoked_version), "digest", json_string(t->invoked_digest),
+                        "invoked_by", json_string("user"), NULL));
+    char *system = agent_prompt_build(&t->prompt, t->trace, agent_span_id(t->root));
+    agent_run_cfg cfg = {.env = env,
+                         .session_id = t->session_id,
                          .user_id = t->user_id,
                          .turn_id = t->id,
                          .model = t->model,
                          .system = system,
                          .messages = t->history,
+                         .tools = t->allow,
                          .max_steps = (int)s->step_budget,
                          .deadline_mono_ms = t->t0_mono + s->turn_timeout_ms,
                          .trace = t->trace,
@@ -262,8 +373,7 @@ static void start_on_loop(void *ud)
     t->next = active;
     active = t;
     nactive++;
-    if (tk_workpool_submit_then(agent_db_pool(), agent_loop(), prepare_work, prepare_then, t) !=
-        TK_OK) {
+    if (tk_workpool_submit_then(env->db_pool, env->loop, prepare_work, prepare_then, t) != TK_OK) {
         t->prepare_failed = 1;
         prepare_then(t);
     }
@@ -304,7 +414,7 @@ void agent_turn_cancel_local(const char *turn_id, const char *session_id, const 
     snprintf(m->session_id, sizeof m->session_id, "%s", session_id ? session_id : "");
     snprintf(m->code, sizeof m->code, "%s", code);
     snprintf(m->msg, sizeof m->msg, "%s", msg);
-    tk_evloop_post(agent_loop(), cancel_on_loop, m);
+    tk_evloop_post(env->loop, cancel_on_loop, m);
 }
 
 static void shutdown_on_loop(void *ud)
@@ -322,7 +432,7 @@ static void shutdown_on_loop(void *ud)
 
 void agent_turns_cancel_all(void)
 {
-    tk_evloop_post(agent_loop(), shutdown_on_loop, NULL);
+    tk_evloop_post(env->loop, shutdown_on_loop, NULL);
 }
 
 /* The cross-instance cancel: NOTIFY tusko_cancel '<turn id>'. */
@@ -371,8 +481,9 @@ tk_status agent_turn_submit(const char *user_id, const char *session_id, const c
     }
     /* one round trip: the rate limit, the ownership check, the model, the user
      * message and the queued turn (tusko_turn_create) */
-    char rkey[96], rmax[24], rwin[24];
+    char rkey[96], rmax[24], rwin[24], amax[24];
     snprintf(rkey, sizeof rkey, APP_CHAT_RATE_KEY "%s", user_id);
+    snprintf(amax, sizeof amax, "%lld", (long long)app_get()->cfg->user_max_active_turns);
     snprintf(rmax, sizeof rmax, "%lld", (long long)app_get()->cfg->chat_rate_limit_max);
     snprintf(rwin, sizeof rwin, "%d milliseconds", APP_CHAT_WINDOW_MS);
     const char *p[] = {t->message_id,
@@ -383,15 +494,16 @@ tk_status agent_turn_submit(const char *user_id, const char *session_id, const c
                        model ? model->id : NULL,
                        tk_buf_cstr(&allowed),
                        app_models_default()->id,
-                       agent_instance_id(),
+                       agent_bus_instance_id(),
                        rkey,
                        rmax,
-                       rwin};
+                       rwin,
+                       amax};
     PGresult *res = tk_pg_query(c,
                                 "SELECT outcome, model, busy_turn, retry_after_ms FROM "
                                 "tusko_turn_create($1, $2, $3, $4, $5, $6, $7::text[], $8, $9, "
-                                "$10, $11::int, $12::interval)",
-                                12, p);
+                                "$10, $11::int, $12::interval, $13::int)",
+                                13, p);
     tk_buf_free(&allowed);
     tk_status st = TK_ERROR;
     if (tk_pg_ok(res) && PQntuples(res) == 1) {
@@ -402,6 +514,10 @@ tk_status agent_turn_submit(const char *user_id, const char *session_id, const c
             out->retry_after_s = (int)((ms + 999) / 1000);
             if (out->retry_after_s < 1)
                 out->retry_after_s = 1;
+            st = TK_EDENIED;
+        } else if (strcmp(outcome, "too_many_turns") == 0) {
+            out->active_max = (int)app_get()->cfg->user_max_active_turns;
+            snprintf(out->busy_turn, sizeof out->busy_turn, "%s", PQgetvalue(res, 0, 2));
             st = TK_EDENIED;
         } else if (strcmp(outcome, "ok") == 0) {
             t->model = app_models_find(PQgetvalue(res, 0, 1));
@@ -419,7 +535,10 @@ tk_status agent_turn_submit(const char *user_id, const char *session_id, const c
     app_db_release(c);
     if (st != TK_OK) {
         turn_free(t);
-        if (st == TK_EDENIED)
+        if (st == TK_EDENIED && out->active_max)
+            tk_info("ratelimit", "msg=\"user at USER_MAX_ACTIVE_TURNS\" user=%s max=%d", user_id,
+                    out->active_max);
+        else if (st == TK_EDENIED)
             tk_info("ratelimit", "msg=\"chat rate limit reached\" user=%s retry_after_s=%d",
                     user_id, out->retry_after_s);
         return st;
@@ -427,7 +546,7 @@ tk_status agent_turn_submit(const char *user_id, const char *session_id, const c
     snprintf(out->turn_id, sizeof out->turn_id, "%s", t->id);
     snprintf(out->message_id, sizeof out->message_id, "%s", t->message_id);
     out->model = t->model;
-    tk_evloop_post(agent_loop(), start_on_loop, t);
+    tk_evloop_post(env->loop, start_on_loop, t);
     return TK_OK;
 }
 
@@ -488,6 +607,20 @@ static void h_post_message(tk_req *r, void *ud)
     case TK_OK:
         break;
     case TK_EDENIED:
+        if (sub.active_max) {
+            char msg[200];
+            snprintf(msg, sizeof msg,
+                     "your chats are already answering %d messages at once "
+                     "(USER_MAX_ACTIVE_TURNS); wait for one to end or cancel it",
+                     sub.active_max);
+            tk_respond_header(r, "Retry-After", "5");
+            tk_respond_json(r, 429,
+                            tk_json_obj("code", json_string("TOO_MANY_ACTIVE_TURNS"), "message",
+                                        json_string(msg), "turn_id",
+                                        sub.busy_turn[0] ? json_string(sub.busy_turn) : json_null(),
+                                        NULL));
+            return;
+        }
         app_ratelimit_respond(r, sub.retry_after_s);
         return;
     case TK_ENOENT:
@@ -555,7 +688,7 @@ static void h_cancel(tk_req *r, void *ud)
     snprintf(tid, sizeof tid, "%s", PQgetvalue(res, 0, 0));
     snprintf(inst, sizeof inst, "%s", PQgetvalue(res, 0, 1));
     PQclear(res);
-    if (strcmp(inst, agent_instance_id()) == 0) {
+    if (strcmp(inst, agent_bus_instance_id()) == 0) {
         agent_turn_cancel_local(tid, NULL, "CANCELLED", "cancelled by the user");
     } else {
         const char *q[] = {tid};
@@ -574,41 +707,55 @@ const size_t agent_turn_nroutes = TK_ARRAY_LEN(agent_turn_routes);
 
 /* ---------------------------------------------------------------- recovery */
 
-/* Appends events on c (the LISTEN connection) and lets every instance know. */
-static void append_events_direct(PGconn *c, const char *sid, const char *tid, const char *t1,
-                                 json_t *d1, const char *t2, json_t *d2)
+/* Two events of a recovered turn, stored on c (the LISTEN connection) inside
+ * the caller's transaction, with a NOTIFY for the other instances: their seqs
+ * and data, which the caller gives this instance's listeners once committed. */
+struct direct_events {
+    int64_t seq[2];
+    const char *type[2];
+    char *data[2];
+};
+
+static tk_status append_events_direct(PGconn *c, const char *sid, const char *tid, const char *t1,
+                                      json_t *d1, const char *t2, json_t *d2,
+                                      struct direct_events *out)
 {
     char at[40];
     tk_time_rfc3339(tk_now_ms(), at, sizeof at);
     json_t *ds[2] = {d1, d2};
     const char *ts[2] = {t1, t2};
-    char *s[2];
+    memset(out, 0, sizeof *out);
     for (int i = 0; i < 2; i++) {
         json_object_set_new(ds[i], "type", json_string(ts[i]));
         json_object_set_new(ds[i], "turn_id", json_string(tid));
         json_object_set_new(ds[i], "at", json_string(at));
-        s[i] = tk_json_dumps(ds[i]);
+        out->data[i] = tk_json_dumps(ds[i]);
+        out->type[i] = ts[i];
         json_decref(ds[i]);
     }
     json_t *sids = json_pack("[s,s]", sid, sid), *tids = json_pack("[s,s]", tid, tid),
-           *types = json_pack("[s,s]", t1, t2), *datas = json_pack("[s,s]", s[0], s[1]);
+           *types = json_pack("[s,s]", t1, t2),
+           *datas = json_pack("[s,s]", out->data[0], out->data[1]);
     char *a = tk_json_dumps(sids), *b = tk_json_dumps(tids), *cc = tk_json_dumps(types),
          *d = tk_json_dumps(datas);
     const char *p[] = {a, b, cc, d};
     PGresult *r = tk_pg_query(c,
-                              "SELECT max(seq) FROM tusko_events_append("
+                              "SELECT seq FROM tusko_events_append("
                               "ARRAY(SELECT jsonb_array_elements_text($1::jsonb))::uuid[], "
                               "ARRAY(SELECT jsonb_array_elements_text($2::jsonb))::uuid[], "
                               "ARRAY(SELECT jsonb_array_elements_text($3::jsonb)), "
-                              "ARRAY(SELECT jsonb_array_elements_text($4::jsonb)))",
+                              "ARRAY(SELECT jsonb_array_elements_text($4::jsonb))) ORDER BY ord",
                               4, p);
-    if (tk_pg_ok(r) && PQntuples(r) == 1) {
-        /* the nil instance: every instance (this one too) fetches it */
+    tk_status st = TK_ERROR;
+    if (tk_pg_ok(r) && PQntuples(r) == 2 &&
+        tk_parse_i64(PQgetvalue(r, 0, 0), 1, INT64_MAX, &out->seq[0]) == TK_OK &&
+        tk_parse_i64(PQgetvalue(r, 1, 0), 1, INT64_MAX, &out->seq[1]) == TK_OK) {
+        /* the other instances fetch them (this one's own NOTIFY is skipped) */
         char payload[128];
-        snprintf(payload, sizeof payload, "00000000-0000-0000-0000-000000000000|%s:%s", sid,
-                 PQgetvalue(r, 0, 0));
+        snprintf(payload, sizeof payload, "%s|%s:%s", agent_bus_instance_id(), sid,
+                 PQgetvalue(r, 1, 0));
         const char *q[] = {payload};
-        tk_pg_exec(c, "SELECT pg_notify('tusko_events', $1)", 1, q);
+        st = tk_pg_exec(c, "SELECT pg_notify('tusko_events', $1)", 1, q);
     }
     PQclear(r);
     free(a);
@@ -619,8 +766,7 @@ static void append_events_direct(PGconn *c, const char *sid, const char *tid, co
     json_decref(tids);
     json_decref(types);
     json_decref(datas);
-    free(s[0]);
-    free(s[1]);
+    return st;
 }
 
 static void recover_turn(PGconn *c, const char *tid, const char *sid)
@@ -666,21 +812,36 @@ static void recover_turn(PGconn *c, const char *tid, const char *sid)
                "UPDATE turns SET state = 'failed', error_code = 'INTERRUPTED', error = $2, "
                "finished_at = now() WHERE id = $1",
                2, u);
-    append_events_direct(
+    struct direct_events ev;
+    tk_status st = append_events_direct(
         c, sid, tid, "error",
         tk_json_obj("code", json_string("INTERRUPTED"), "message", json_string(msg), NULL),
         "turn_end",
         tk_json_obj("state", json_string("failed"), "error_code", json_string("INTERRUPTED"),
-                    "error", json_string(msg), NULL));
-    tk_pg_exec(c, "COMMIT", 0, NULL);
-    tk_warn("turn", "msg=\"interrupted turn marked failed\" turn=%s session=%s", tid, sid);
+                    "error", json_string(msg), NULL),
+        &ev);
+    if (st == TK_OK)
+        st = tk_pg_exec(c, "COMMIT", 0, NULL);
+    else
+        tk_pg_exec(c, "ROLLBACK", 0, NULL);
+    if (st == TK_OK) {
+        /* this instance's listeners get them now, through the hub like every
+         * stored event (its own NOTIFY is not for it): before the chat, free
+         * from this commit on, can stream anything of its next turn, which
+         * they would otherwise receive first and then skip these as old */
+        for (int i = 0; i < 2; i++)
+            agent_hub_publish(sid, ev.seq[i], ev.type[i], ev.data[i], strlen(ev.data[i]));
+        tk_warn("turn", "msg=\"interrupted turn marked failed\" turn=%s session=%s", tid, sid);
+    }
+    free(ev.data[0]);
+    free(ev.data[1]);
 }
 
 /* Every ~10 s on the LISTEN connection: turns left queued or running by an
  * instance that no longer holds its advisory lock (it died) are failed. */
 void agent_turns_recover(PGconn *c, void *ud)
 {
-    const char *me[] = {agent_instance_id()};
+    const char *me[] = {agent_bus_instance_id()};
     PGresult *r = tk_pg_query(c,
                               "SELECT DISTINCT instance_id FROM turns WHERE state IN ('queued', "
                               "'running') AND instance_id <> $1",
@@ -693,7 +854,7 @@ void agent_turns_recover(PGconn *c, void *ud)
         const char *inst = PQgetvalue(r, i, 0);
         const char *p[] = {inst};
         PGresult *l =
-            tk_pg_query(c, "SELECT pg_try_advisory_lock(" AGENT_INSTANCE_LOCK_SQL ")", 1, p);
+            tk_pg_query(c, "SELECT pg_try_advisory_lock(" AGENT_BUS_INSTANCE_LOCK_SQL ")", 1, p);
         int dead = tk_pg_ok(l) && strcmp(PQgetvalue(l, 0, 0), "t") == 0;
         PQclear(l);
         if (!dead)
@@ -706,7 +867,7 @@ void agent_turns_recover(PGconn *c, void *ud)
             recover_turn(c, PQgetvalue(t, k, 0), PQgetvalue(t, k, 1));
         PQclear(t);
         PGresult *u =
-            tk_pg_query(c, "SELECT pg_advisory_unlock(" AGENT_INSTANCE_LOCK_SQL ")", 1, p);
+            tk_pg_query(c, "SELECT pg_advisory_unlock(" AGENT_BUS_INSTANCE_LOCK_SQL ")", 1, p);
         PQclear(u);
     }
     PQclear(r);

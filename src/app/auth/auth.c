@@ -9,6 +9,8 @@
 #include "app/app.h"
 #include "app/auth/cookie.h"
 #include "app/auth/csrf.h"
+#include "app/auth/secret.h"
+#include "app/limits.h"
 #include "lib/log.h"
 #include "lib/tktime.h"
 
@@ -210,6 +212,12 @@ int app_auth_hook(tk_req *r, void *ud)
             app_respond_unauthorized(r, "the API token is not valid");
             return 1;
         }
+        char hash[APP_HASH_HEX + 1];
+        app_sha256_hex(tok, strlen(tok), hash);
+        if (!app_limits_token_take(r, hash, tk_now_ms()))
+            return 1;
+        if (tk_httpd_req_upload(r) && !app_limits_upload_begin(r, u->id))
+            return 1;
         tk_req_set_user(r, u);
         return 0;
     }
@@ -237,6 +245,8 @@ int app_auth_hook(tk_req *r, void *ud)
             return 1;
         }
     }
+    if (tk_httpd_req_upload(r) && !app_limits_upload_begin(r, u->id))
+        return 1;
     tk_req_set_user(r, u);
     return 0;
 }

@@ -8,21 +8,21 @@
 #include <string.h>
 
 #include "app/app.h"
-#include "app/sandbox/sandbox.h"
+#include "app/sandbox/execd.h"
 #include "lib/httpc.h"
 #include "lib/id.h"
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/tktime.h"
 
-void sbx_exec_result_init(sbx_exec_result *r, size_t cap)
+void sandbox_execd_result_init(sandbox_execd_result *r, size_t cap)
 {
     memset(r, 0, sizeof *r);
     r->exit_code = -1;
     tk_buf_init(&r->output, cap ? cap : 1u << 20);
 }
 
-void sbx_exec_result_free(sbx_exec_result *r)
+void sandbox_execd_result_free(sandbox_execd_result *r)
 {
     tk_buf_free(&r->output);
     json_decref(r->results);
@@ -45,7 +45,7 @@ static void qenc(tk_buf *b, const char *s)
     }
 }
 
-static char *url_of(const sbx_handle *h, const char *path)
+static char *url_of(const sandbox_handle *h, const char *path)
 {
     return tk_asprintf("%s%s", h->execd_url ? h->execd_url : "", path);
 }
@@ -53,17 +53,17 @@ static char *url_of(const sbx_handle *h, const char *path)
 /* After a failed call: 0/502/503/504/410, or a 404 (the proxy's "no such
  * sandbox" and execd's "no such file" look alike), may mean the sandbox is
  * gone: the lifecycle API decides. */
-static void maybe_gone(sbx_handle *h, long status, const json_t *body)
+static void maybe_gone(sandbox_handle *h, long status, const json_t *body)
 {
     (void)body;
     if (status == 0 || status == 502 || status == 503 || status == 504 || status == 404 ||
         status == 410) {
-        if (sbx_check_gone(h))
+        if (sandbox_check_gone(h))
             h->gone = 1;
     }
 }
 
-static tk_status execd_json(sbx_handle *h, const char *method, const char *path, json_t *body,
+static tk_status execd_json(sandbox_handle *h, const char *method, const char *path, json_t *body,
                             long timeout_ms, long *status, json_t **out, char *err, size_t errlen)
 {
     char *url = url_of(h, path);
@@ -73,7 +73,7 @@ static tk_status execd_json(sbx_handle *h, const char *method, const char *path,
     return st;
 }
 
-static void persist_ids(sbx_handle *h)
+static void persist_ids(sandbox_handle *h)
 {
     PGconn *c = app_db_acquire();
     if (!c)
@@ -113,8 +113,8 @@ static const execd_keep KERNEL = {
 
 /* Makes k unless slot (the handle's bash_session or code_context) has its id
  * already; the new id goes into slot and the sandbox's row. */
-static tk_status ensure(sbx_handle *h, const execd_keep *k, char *slot, size_t slotlen, char *err,
-                        size_t errlen)
+static tk_status ensure(sandbox_handle *h, const execd_keep *k, char *slot, size_t slotlen,
+                        char *err, size_t errlen)
 {
     if (slot[0])
         return TK_OK;
@@ -140,8 +140,8 @@ static tk_status ensure(sbx_handle *h, const execd_keep *k, char *slot, size_t s
 /* ---------- streamed runs ---------- */
 
 struct run_ctx {
-    sbx_exec_result *res;
-    sbx_output_fn on_out;
+    sandbox_execd_result *res;
+    sandbox_execd_output_fn on_out;
     void *ud;
     char cmd_id[128];
     int lines; /* a command's output: one event per line, without its newline */
@@ -240,7 +240,7 @@ static int on_event(const tk_sse_event *ev, void *ud)
 }
 
 /* POSTs body to path and consumes the SSE stream. *status is the HTTP status. */
-static tk_status stream_call(sbx_handle *h, const char *path, json_t *body, long timeout_ms,
+static tk_status stream_call(sandbox_handle *h, const char *path, json_t *body, long timeout_ms,
                              struct run_ctx *x, long *status)
 {
     char *url = url_of(h, path);
@@ -294,7 +294,7 @@ static void status_error(struct run_ctx *x, long status, const char *what)
                  status);
 }
 
-static void interrupt(sbx_handle *h, const char *path_fmt, const char *id)
+static void interrupt(sandbox_handle *h, const char *path_fmt, const char *id)
 {
     tk_buf p;
     tk_buf_init(&p, 4096);
@@ -308,8 +308,9 @@ static void interrupt(sbx_handle *h, const char *path_fmt, const char *id)
     tk_buf_free(&p);
 }
 
-tk_status sbx_run_command(sbx_handle *h, const char *command, long timeout_ms, sbx_output_fn on_out,
-                          void *ud, sbx_exec_result *res)
+tk_status sandbox_execd_run_command(sandbox_handle *h, const char *command, long timeout_ms,
+                                    sandbox_execd_output_fn on_out, void *ud,
+                                    sandbox_execd_result *res)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
         if (ensure(h, &SHELL, h->bash_session, sizeof h->bash_session, res->error,
@@ -371,8 +372,9 @@ tk_status sbx_run_command(sbx_handle *h, const char *command, long timeout_ms, s
     return TK_ERROR;
 }
 
-tk_status sbx_run_code(sbx_handle *h, const char *code, long timeout_ms, sbx_output_fn on_out,
-                       void *ud, sbx_exec_result *res)
+tk_status sandbox_execd_run_code(sandbox_handle *h, const char *code, long timeout_ms,
+                                 sandbox_execd_output_fn on_out, void *ud,
+                                 sandbox_execd_result *res)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
         if (ensure(h, &KERNEL, h->code_context, sizeof h->code_context, res->error,
@@ -416,7 +418,7 @@ tk_status sbx_run_code(sbx_handle *h, const char *code, long timeout_ms, sbx_out
 
 /* ---------- files ---------- */
 
-static tk_status mkdirs(sbx_handle *h, const char *path, char *err, size_t errlen)
+static tk_status mkdirs(sandbox_handle *h, const char *path, char *err, size_t errlen)
 {
     const char *slash = strrchr(path, '/');
     if (!slash || slash == path)
@@ -444,8 +446,8 @@ static tk_status mkdirs(sbx_handle *h, const char *path, char *err, size_t errle
     return st;
 }
 
-tk_status sbx_write_file(sbx_handle *h, const char *path, const void *data, size_t len, char *err,
-                         size_t errlen)
+tk_status sandbox_execd_write_file(sandbox_handle *h, const char *path, const void *data,
+                                   size_t len, char *err, size_t errlen)
 {
     if (mkdirs(h, path, err, errlen) != TK_OK)
         return TK_ERROR;
@@ -511,8 +513,8 @@ tk_status sbx_write_file(sbx_handle *h, const char *path, const void *data, size
     return st;
 }
 
-tk_status sbx_read_file(sbx_handle *h, const char *path, size_t max, tk_buf *out, char *err,
-                        size_t errlen)
+tk_status sandbox_execd_read_file(sandbox_handle *h, const char *path, size_t max, tk_buf *out,
+                                  char *err, size_t errlen)
 {
     tk_buf p;
     tk_buf_init(&p, 8192);
@@ -585,8 +587,8 @@ static int head_data(const char *d, size_t n, void *ud)
     return 0;
 }
 
-tk_status sbx_read_head(sbx_handle *h, const char *path, size_t max, tk_buf *out, int *truncated,
-                        char *err, size_t errlen)
+tk_status sandbox_execd_read_head(sandbox_handle *h, const char *path, size_t max, tk_buf *out,
+                                  int *truncated, char *err, size_t errlen)
 {
     tk_buf p;
     tk_buf_init(&p, 8192);
@@ -642,8 +644,8 @@ tk_status sbx_read_head(sbx_handle *h, const char *path, size_t max, tk_buf *out
     return st;
 }
 
-static tk_status get_json(sbx_handle *h, const char *prefix, const char *path, const char *extra,
-                          json_t **out, char *err, size_t errlen)
+static tk_status get_json(sandbox_handle *h, const char *prefix, const char *path,
+                          const char *extra, json_t **out, char *err, size_t errlen)
 {
     tk_buf p;
     tk_buf_init(&p, 8192);
@@ -677,8 +679,8 @@ static tk_status get_json(sbx_handle *h, const char *prefix, const char *path, c
     return TK_OK;
 }
 
-tk_status sbx_list_dir(sbx_handle *h, const char *path, int depth, json_t **out, char *err,
-                       size_t errlen)
+tk_status sandbox_execd_list_dir(sandbox_handle *h, const char *path, int depth, json_t **out,
+                                 char *err, size_t errlen)
 {
     char extra[32];
     snprintf(extra, sizeof extra, "&depth=%d", depth < 1 ? 1 : depth);
@@ -692,7 +694,8 @@ tk_status sbx_list_dir(sbx_handle *h, const char *path, int depth, json_t **out,
     return st;
 }
 
-tk_status sbx_stat(sbx_handle *h, const char *path, json_t **out, char *err, size_t errlen)
+tk_status sandbox_execd_stat(sandbox_handle *h, const char *path, json_t **out, char *err,
+                             size_t errlen)
 {
     json_t *m = NULL;
     tk_status st = get_json(h, "/files/info?path=", path, NULL, &m, err, errlen);

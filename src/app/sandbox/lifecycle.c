@@ -35,26 +35,26 @@ static void init_once(void)
         snprintf(scheme, sizeof scheme, "https");
 }
 
-const char *const *sbx_lc_headers(void)
+const char *const *sandbox_lifecycle_headers(void)
 {
     pthread_once(&once, init_once);
     return headers;
 }
 
-const char *sbx_lc_scheme(void)
+const char *sandbox_lifecycle_scheme(void)
 {
     pthread_once(&once, init_once);
     return scheme;
 }
 
-void sbx_lc_resp_free(sbx_lc_resp *r)
+void sandbox_lifecycle_resp_free(sandbox_lifecycle_resp *r)
 {
     json_decref(r->body);
     r->body = NULL;
 }
 
-tk_status sbx_lc_call(const char *method, const char *path, json_t *body, long timeout_ms,
-                      sbx_lc_resp *out)
+tk_status sandbox_lifecycle_call(const char *method, const char *path, json_t *body,
+                                 long timeout_ms, sandbox_lifecycle_resp *out)
 {
     pthread_once(&once, init_once);
     memset(out, 0, sizeof *out);
@@ -90,7 +90,7 @@ tk_status sbx_lc_call(const char *method, const char *path, json_t *body, long t
     return st;
 }
 
-void sbx_lc_error_text(const sbx_lc_resp *r, char *out, size_t outlen)
+void sandbox_lifecycle_error_text(const sandbox_lifecycle_resp *r, char *out, size_t outlen)
 {
     const char *m = tk_json_str(r->body, "message");
     const char *c = tk_json_str(r->body, "code");
@@ -102,14 +102,14 @@ void sbx_lc_error_text(const sbx_lc_resp *r, char *out, size_t outlen)
         snprintf(out, outlen, "HTTP %ld", r->status);
 }
 
-tk_status sbx_lc_state(const char *remote_id, char *state, size_t len)
+tk_status sandbox_lifecycle_state(const char *remote_id, char *state, size_t len)
 {
     char path[300];
     snprintf(path, sizeof path, "/sandboxes/%s", remote_id);
-    sbx_lc_resp r;
-    tk_status st = sbx_lc_call("GET", path, NULL, 10000, &r);
+    sandbox_lifecycle_resp r;
+    tk_status st = sandbox_lifecycle_call("GET", path, NULL, 10000, &r);
     if (st != TK_OK || r.status >= 500 || r.status == 401 || r.status == 0) {
-        sbx_lc_resp_free(&r);
+        sandbox_lifecycle_resp_free(&r);
         return TK_ERROR;
     }
     if (r.status == 404) {
@@ -118,6 +118,6 @@ tk_status sbx_lc_state(const char *remote_id, char *state, size_t len)
         const char *s = tk_json_str(json_object_get(r.body, "status"), "state");
         snprintf(state, len, "%s", s ? s : "Unknown");
     }
-    sbx_lc_resp_free(&r);
+    sandbox_lifecycle_resp_free(&r);
     return TK_OK;
 }

@@ -20,25 +20,25 @@ typedef struct {
     char error[400];
     char pool[16];    /* X-Sandbox-Pool of a create answer (tusko-sandboxd), or "" */
     char runtime[32]; /* X-Sandbox-Runtime, or "" */
-} sbx_lc_resp;
+} sandbox_lifecycle_resp;
 
-void sbx_lc_resp_free(sbx_lc_resp *r);
+void sandbox_lifecycle_resp_free(sandbox_lifecycle_resp *r);
 
 /* Performs METHOD base+path with an optional JSON body (stolen). TK_OK when a
  * response arrived (check status). */
-tk_status sbx_lc_call(const char *method, const char *path, json_t *body, long timeout_ms,
-                      sbx_lc_resp *out);
+tk_status sandbox_lifecycle_call(const char *method, const char *path, json_t *body,
+                                 long timeout_ms, sandbox_lifecycle_resp *out);
 
 /* The "Name: value" headers every request to the service carries (the key);
  * NULL-terminated, static. */
-const char *const *sbx_lc_headers(void);
+const char *const *sandbox_lifecycle_headers(void);
 /* The scheme of OPENSANDBOX_URL ("http" or "https"). */
-const char *sbx_lc_scheme(void);
+const char *sandbox_lifecycle_scheme(void);
 /* A message for an error response ("HTTP 409: <message from the body>"). */
-void sbx_lc_error_text(const sbx_lc_resp *r, char *out, size_t outlen);
+void sandbox_lifecycle_error_text(const sandbox_lifecycle_resp *r, char *out, size_t outlen);
 
 /* The state of a sandbox: "Running", ..., or "" when the service does not
  * know it (404: deleted, reaped). TK_ERROR when the service did not answer. */
-tk_status sbx_lc_state(const char *remote_id, char *state, size_t len);
+tk_status sandbox_lifecycle_state(const char *remote_id, char *state, size_t len);
 
 #endif

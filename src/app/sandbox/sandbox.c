@@ -13,6 +13,7 @@
 #include "app/app.h"
 #include "app/auth/auth.h"
 #include "app/sandbox/lifecycle.h"
+#include "lib/execd_port.h"
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/tktime.h"
@@ -21,12 +22,12 @@
 #define VERIFY_IDLE_MS 60000
 #define STALE_CREATING "5 minutes"
 
-int sbx_configured(void)
+int sandbox_configured(void)
 {
     return app_get()->execution_enabled;
 }
 
-void sbx_handle_free(sbx_handle *h)
+void sandbox_handle_free(sandbox_handle *h)
 {
     if (!h)
         return;
@@ -49,7 +50,7 @@ static char *execd_base(const char *endpoint)
         n--;
     if (strncmp(endpoint, "http://", 7) == 0 || strncmp(endpoint, "https://", 8) == 0)
         return tk_strndup(endpoint, n);
-    return tk_asprintf("%s://%.*s", sbx_lc_scheme(), (int)n, endpoint);
+    return tk_asprintf("%s://%.*s", sandbox_lifecycle_scheme(), (int)n, endpoint);
 }
 
 /* Headers for execd calls: the service key (the proxy checks it) and whatever
@@ -59,7 +60,7 @@ static char **execd_headers(const json_t *hdrs)
     size_t n = json_object_size(hdrs);
     char **out = tk_calloc(n + 2, sizeof *out);
     size_t k = 0;
-    out[k++] = tk_strdup(sbx_lc_headers()[0]);
+    out[k++] = tk_strdup(sandbox_lifecycle_headers()[0]);
     const char *name;
     json_t *v;
     json_object_foreach((json_t *)hdrs, name, v)
@@ -72,11 +73,11 @@ static char **execd_headers(const json_t *hdrs)
     return out;
 }
 
-static int fill_from_row(sbx_handle *h, PGresult *r, int i)
+static int fill_from_row(sandbox_handle *h, PGresult *r, int i)
 {
     snprintf(h->id, sizeof h->id, "%s", PQgetvalue(r, i, 0));
     snprintf(h->remote_id, sizeof h->remote_id, "%s", PQgetvalue(r, i, 1));
-    sbx_handle_free(h);
+    sandbox_handle_free(h);
     h->execd_url = tk_strdup(PQgetvalue(r, i, 2));
     json_t *hd = json_loads(PQgetvalue(r, i, 3), 0, NULL);
     /* the stored headers are the endpoint's own; the key is added again */
@@ -94,7 +95,7 @@ static int fill_from_row(sbx_handle *h, PGresult *r, int i)
     "coalesce(extract(epoch FROM now() - renewed_at) * 1000, 1e12)"
 
 /* The chat's active row: 'live', 'creating' or none ("" state). */
-static tk_status load_active(PGconn *c, const char *session_id, sbx_handle *h, char *state,
+static tk_status load_active(PGconn *c, const char *session_id, sandbox_handle *h, char *state,
                              size_t slen, int64_t *idle_ms, int64_t *since_renew_ms)
 {
     const char *p[] = {session_id};
@@ -159,19 +160,20 @@ static int ever_had(PGconn *c, const char *session_id)
 }
 
 /* Renews the expiry (timeout = SANDBOX_IDLE_TTL from the last use). */
-static void touch(PGconn *c, sbx_handle *h, int64_t since_renew_ms)
+static void touch(PGconn *c, sandbox_handle *h, int64_t since_renew_ms)
 {
     const char *p[] = {h->id};
     if (since_renew_ms >= RENEW_EVERY_MS && h->remote_id[0]) {
         char at[40], path[300];
         tk_time_rfc3339(tk_now_ms() + app_get()->cfg->sandbox_idle_ttl_ms, at, sizeof at);
         snprintf(path, sizeof path, "/sandboxes/%s/renew-expiration", h->remote_id);
-        sbx_lc_resp r;
-        sbx_lc_call("POST", path, tk_json_obj("expiresAt", json_string(at), NULL), 10000, &r);
+        sandbox_lifecycle_resp r;
+        sandbox_lifecycle_call("POST", path, tk_json_obj("expiresAt", json_string(at), NULL), 10000,
+                               &r);
         if (r.status != 200)
             tk_debug("sandbox", "msg=\"renew-expiration refused\" sandbox=%s status=%ld",
                      h->remote_id, r.status);
-        sbx_lc_resp_free(&r);
+        sandbox_lifecycle_resp_free(&r);
         tk_pg_exec(c, "UPDATE sandboxes SET last_used_at = now(), renewed_at = now() WHERE id = $1",
                    1, p);
         return;
@@ -183,7 +185,7 @@ static void touch(PGconn *c, sbx_handle *h, int64_t since_renew_ms)
 static int remote_alive(const char *remote_id, char *why, size_t wlen)
 {
     char state[32];
-    if (sbx_lc_state(remote_id, state, sizeof state) != TK_OK)
+    if (sandbox_lifecycle_state(remote_id, state, sizeof state) != TK_OK)
         return -1;
     if (!state[0]) {
         snprintf(why, wlen, "it was reaped or removed by the sandbox service");
@@ -197,15 +199,16 @@ static int remote_alive(const char *remote_id, char *why, size_t wlen)
     return 1;
 }
 
-static int cancelled(const sbx_session *s)
+static int cancelled(const sandbox_session *s)
 {
     return s->cancel && *s->cancel;
 }
 
-tk_status getExistingOpenSandbox(const sbx_session *s, sbx_handle *out, char *err, size_t errlen)
+tk_status getExistingOpenSandbox(const sandbox_session *s, sandbox_handle *out, char *err,
+                                 size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    if (!sbx_configured()) {
+    if (!sandbox_configured()) {
         snprintf(err, errlen,
                  "nothing here yet: code execution is off on this server (%s not set), so "
                  "there is no workspace",
@@ -248,14 +251,14 @@ tk_status getExistingOpenSandbox(const sbx_session *s, sbx_handle *out, char *er
                  "nothing here yet: nothing has been written or run in this chat, so it has no "
                  "workspace");
     app_db_release(c);
-    sbx_handle_free(out);
+    sandbox_handle_free(out);
     return TK_ENOENT;
 }
 
 /* The pool a create answer came from: tusko-sandboxd says so in X-Sandbox-Pool
  * (and the runtime in X-Sandbox-Runtime); otherwise a sandbox Running at once
  * came from a warm pool. */
-static void pool_label(const sbx_lc_resp *r, int immediate, char *out, size_t outlen)
+static void pool_label(const sandbox_lifecycle_resp *r, int immediate, char *out, size_t outlen)
 {
     int warm = r->pool[0] ? strcasecmp(r->pool, "warm") == 0 : immediate;
     if (warm)
@@ -267,14 +270,14 @@ static void pool_label(const sbx_lc_resp *r, int immediate, char *out, size_t ou
         snprintf(out, outlen, "cold");
 }
 
-static void sleep_or_cancel(const sbx_session *s, int ms)
+static void sleep_or_cancel(const sandbox_session *s, int ms)
 {
     for (int i = 0; i < ms && !cancelled(s); i += 10)
         tk_sleep_ms(10);
 }
 
 /* Creates the remote sandbox for our reserved row; fills out. */
-static tk_status create_remote(PGconn *c, const sbx_session *s, sbx_handle *out, char *err,
+static tk_status create_remote(PGconn *c, const sandbox_session *s, sandbox_handle *out, char *err,
                                size_t errlen)
 {
     const app_settings *cfg = app_get()->cfg;
@@ -288,26 +291,26 @@ static tk_status create_remote(PGconn *c, const sbx_session *s, sbx_handle *out,
         tk_json_obj("app", json_string("tusko"), "user", json_string(s->user_id), "session",
                     json_string(s->session_id), "sandbox", json_string(out->id), NULL),
         NULL);
-    sbx_lc_resp r;
-    sbx_lc_call("POST", "/sandboxes", body, 60000, &r);
+    sandbox_lifecycle_resp r;
+    sandbox_lifecycle_call("POST", "/sandboxes", body, 60000, &r);
     if (r.status != 202 && r.status != 200 && r.status != 201) {
         char m[300];
-        sbx_lc_error_text(&r, m, sizeof m);
+        sandbox_lifecycle_error_text(&r, m, sizeof m);
         snprintf(err, errlen, "the sandbox service refused to create a sandbox: %s", m);
-        sbx_lc_resp_free(&r);
+        sandbox_lifecycle_resp_free(&r);
         return TK_ERROR;
     }
     const char *rid = tk_json_str(r.body, "id");
     if (!rid || !*rid || strlen(rid) >= sizeof out->remote_id || strpbrk(rid, "/?#%\r\n ")) {
         snprintf(err, errlen, "the sandbox service answered a create without a usable id");
-        sbx_lc_resp_free(&r);
+        sandbox_lifecycle_resp_free(&r);
         return TK_ERROR;
     }
     snprintf(out->remote_id, sizeof out->remote_id, "%s", rid);
     const char *st0 = tk_json_str(json_object_get(r.body, "status"), "state");
     int immediate = st0 && strcmp(st0, "Running") == 0;
     pool_label(&r, immediate, out->spawn.pool, sizeof out->spawn.pool);
-    sbx_lc_resp_free(&r);
+    sandbox_lifecycle_resp_free(&r);
     {
         const char *p[] = {out->id, out->remote_id, out->spawn.pool};
         tk_pg_exec(c, "UPDATE sandboxes SET remote_id = $2, pool = $3 WHERE id = $1", 3, p);
@@ -317,7 +320,7 @@ static tk_status create_remote(PGconn *c, const sbx_session *s, sbx_handle *out,
     int wait = 20;
     char state[32] = "";
     while (!immediate) {
-        if (sbx_lc_state(out->remote_id, state, sizeof state) == TK_OK) {
+        if (sandbox_lifecycle_state(out->remote_id, state, sizeof state) == TK_OK) {
             if (strcmp(state, "Running") == 0)
                 break;
             if (!state[0] || strcasecmp(state, "Failed") == 0 ||
@@ -343,20 +346,20 @@ static tk_status create_remote(PGconn *c, const sbx_session *s, sbx_handle *out,
     }
     char path[300];
     snprintf(path, sizeof path, "/sandboxes/%s/endpoints/%d?use_server_proxy=true", out->remote_id,
-             SBX_EXECD_PORT);
-    sbx_lc_call("GET", path, NULL, 30000, &r);
+             TK_EXECD_PORT);
+    sandbox_lifecycle_call("GET", path, NULL, 30000, &r);
     const char *ep = tk_json_str(r.body, "endpoint");
     if (r.status != 200 || !ep || !*ep) {
         char m[300];
-        sbx_lc_error_text(&r, m, sizeof m);
+        sandbox_lifecycle_error_text(&r, m, sizeof m);
         snprintf(err, errlen, "the sandbox service gave no execd endpoint: %s", m);
-        sbx_lc_resp_free(&r);
+        sandbox_lifecycle_resp_free(&r);
         return TK_ERROR;
     }
     json_t *hdrs = json_object_get(r.body, "headers");
     if (!json_is_object(hdrs))
         hdrs = NULL;
-    sbx_handle_free(out);
+    sandbox_handle_free(out);
     out->execd_url = execd_base(ep);
     out->headers = execd_headers(hdrs);
     char *hs = hdrs ? tk_json_dumps(hdrs) : tk_strdup("{}");
@@ -367,7 +370,7 @@ static tk_status create_remote(PGconn *c, const sbx_session *s, sbx_handle *out,
                               "now() WHERE id = $1",
                               3, p);
     free(hs);
-    sbx_lc_resp_free(&r);
+    sandbox_lifecycle_resp_free(&r);
     if (st != TK_OK) {
         snprintf(err, errlen, "the database did not record the new sandbox");
         return TK_ERROR;
@@ -381,9 +384,9 @@ static void delete_remote(const char *remote_id)
         return;
     char path[300];
     snprintf(path, sizeof path, "/sandboxes/%s", remote_id);
-    sbx_lc_resp r;
-    sbx_lc_call("DELETE", path, NULL, 30000, &r);
-    sbx_lc_resp_free(&r);
+    sandbox_lifecycle_resp r;
+    sandbox_lifecycle_call("DELETE", path, NULL, 30000, &r);
+    sandbox_lifecycle_resp_free(&r);
 }
 
 /* Checks the user's live sandboxes with the service and marks the ones it no
@@ -403,13 +406,13 @@ static void reconcile_user(PGconn *c, const char *user_id)
     PQclear(r);
 }
 
-tk_status getOrCreateOpenSandbox(const sbx_session *s, sbx_handle *out, sbx_quota *quota, char *err,
-                                 size_t errlen)
+tk_status getOrCreateOpenSandbox(const sandbox_session *s, sandbox_handle *out,
+                                 sandbox_quota *quota, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     if (quota)
         quota->live = quota->max = 0;
-    if (!sbx_configured()) {
+    if (!sandbox_configured()) {
         snprintf(err, errlen, "code execution is off on this server (%s not set)",
                  app_get()->execution_missing);
         return TK_EDENIED;
@@ -531,11 +534,11 @@ tk_status getOrCreateOpenSandbox(const sbx_session *s, sbx_handle *out, sbx_quot
 out:
     app_db_release(c);
     if (st != TK_OK)
-        sbx_handle_free(out);
+        sandbox_handle_free(out);
     return st;
 }
 
-int sbx_check_gone(sbx_handle *h)
+int sandbox_check_gone(sandbox_handle *h)
 {
     if (!h->remote_id[0])
         return 0;
@@ -550,9 +553,9 @@ int sbx_check_gone(sbx_handle *h)
     return 1;
 }
 
-void sbx_release_session(const char *session_id)
+void sandbox_release_session(const char *session_id)
 {
-    if (!sbx_configured())
+    if (!sandbox_configured())
         return;
     PGconn *c = app_db_acquire();
     if (!c)
@@ -570,11 +573,63 @@ void sbx_release_session(const char *session_id)
     app_db_release(c);
 }
 
+tk_status sandbox_release_user(PGconn *c, const char *user_id, int *released, char *err,
+                               size_t errlen)
+{
+    *released = 0;
+    const char *p[] = {user_id};
+    PGresult *r = tk_pg_query(c,
+                              "SELECT id, coalesce(remote_id, '') FROM sandboxes WHERE user_id = "
+                              "$1 AND state <> 'gone' ORDER BY created_at",
+                              1, p);
+    if (!tk_pg_ok(r)) {
+        PQclear(r);
+        snprintf(err, errlen, "the database did not answer");
+        return TK_ERROR;
+    }
+    tk_status st = TK_OK;
+    for (int i = 0; i < PQntuples(r) && st == TK_OK; i++) {
+        const char *id = PQgetvalue(r, i, 0), *rid = PQgetvalue(r, i, 1);
+        if (*rid) {
+            if (!sandbox_configured()) {
+                snprintf(err, errlen,
+                         "sandbox %s cannot be released: the sandbox service is not configured "
+                         "(OPENSANDBOX_URL, OPENSANDBOX_API_KEY)",
+                         rid);
+                st = TK_ERROR;
+                break;
+            }
+            char path[300];
+            snprintf(path, sizeof path, "/sandboxes/%s", rid);
+            sandbox_lifecycle_resp lr;
+            sandbox_lifecycle_call("DELETE", path, NULL, 30000, &lr);
+            /* 404: the service no longer has it, which is what was wanted */
+            int gone = (lr.status >= 200 && lr.status < 300) || lr.status == 404;
+            if (!gone) {
+                char why[400];
+                sandbox_lifecycle_error_text(&lr, why, sizeof why);
+                snprintf(err, errlen, "the sandbox service did not delete sandbox %s: %s", rid,
+                         lr.status ? why : lr.error);
+                st = TK_ERROR;
+            }
+            sandbox_lifecycle_resp_free(&lr);
+            if (!gone)
+                break;
+            if (lr.status != 404)
+                (*released)++;
+        }
+        /* (a row without a remote id is a creation that never finished) */
+        mark_gone(c, id, "account deleted");
+    }
+    PQclear(r);
+    return st;
+}
+
 /* ---------- reconciliation ---------- */
 
-void sbx_sweep_now(void)
+void sandbox_sweep_now(void)
 {
-    if (!sbx_configured())
+    if (!sandbox_configured())
         return;
     PGconn *c = app_db_acquire();
     if (!c)
@@ -585,11 +640,11 @@ void sbx_sweep_now(void)
     for (int page = 1; page <= 100; page++) {
         char path[200];
         snprintf(path, sizeof path, "/sandboxes?metadata=app%%3Dtusko&page=%d&pageSize=100", page);
-        sbx_lc_resp r;
-        sbx_lc_call("GET", path, NULL, 20000, &r);
+        sandbox_lifecycle_resp r;
+        sandbox_lifecycle_call("GET", path, NULL, 20000, &r);
         if (r.status != 200) {
             complete = 0;
-            sbx_lc_resp_free(&r);
+            sandbox_lifecycle_resp_free(&r);
             break;
         }
         size_t i;
@@ -604,7 +659,7 @@ void sbx_sweep_now(void)
         }
         int more =
             json_is_true(json_object_get(json_object_get(r.body, "pagination"), "hasNextPage"));
-        sbx_lc_resp_free(&r);
+        sandbox_lifecycle_resp_free(&r);
         if (!more)
             break;
     }
@@ -671,13 +726,13 @@ static void h_list(tk_req *r, void *ud)
                         tk_json_obj("sandboxes", items ? items : json_array(), "live",
                                     json_integer(n), "max",
                                     json_integer(app_get()->cfg->max_sandboxes_per_user),
-                                    "execution", json_boolean(sbx_configured()), NULL));
+                                    "execution", json_boolean(sandbox_configured()), NULL));
     }
     PQclear(res);
     app_db_release(c);
 }
 
-const tk_route sbx_routes[] = {
+const tk_route sandbox_routes[] = {
     {"GET", "/api/sandboxes", h_list, NULL, TK_ROUTE_BLOCKING},
 };
-const size_t sbx_nroutes = TK_ARRAY_LEN(sbx_routes);
+const size_t sandbox_nroutes = TK_ARRAY_LEN(sandbox_routes);

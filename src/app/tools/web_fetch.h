@@ -35,7 +35,7 @@
 
 #define WEB_FETCH_MIN_CHARS 100 /* a smaller max_chars is raised to this */
 
-/* Registers web_fetch (agent_init calls it). */
+/* Registers web_fetch (app_agent_start calls it). */
 void web_fetch_register(void);
 
 /*

@@ -99,9 +99,11 @@ static const char SQL_TERMS_ADD[] =
     ") d ORDER BY t ON CONFLICT (user_id, term) DO UPDATE SET ndocs = utopia_terms.ndocs + "
     "EXCLUDED.ndocs";
 
+/* (an upsert in the words' order, as SQL_TERMS_ADD: two writers lock the rows
+ * they share in the same order) */
 static const char SQL_TERMS_SUB[] =
-    "UPDATE utopia_terms x SET ndocs = x.ndocs - d.n FROM (" DOC_TERMS ") d "
-    "WHERE x.user_id = $1 AND x.term = d.t";
+    "INSERT INTO utopia_terms AS x (user_id, term, ndocs) SELECT $1, t, -n FROM (" DOC_TERMS
+    ") d ORDER BY t ON CONFLICT (user_id, term) DO UPDATE SET ndocs = x.ndocs + EXCLUDED.ndocs";
 static const char SQL_TERMS_GC[] =
     "DELETE FROM utopia_terms x USING (" DOC_TERMS ") d WHERE x.user_id = $1 AND x.term = d.t "
     "AND x.ndocs <= 0";
@@ -333,6 +335,15 @@ tk_status utopia_doc_delete(const utopia *u, PGconn *c, const char *user_id, con
     }
     n = strtol(PQgetvalue(r, 0, 0), NULL, 10);
     PQclear(r);
+    /* the scope's statistics row before the vocabulary, in the order of an
+     * add (its chunks' trigger, then the vocabulary), so an add and a delete
+     * never wait for each other in a cycle */
+    if ((st = utopia_db_exec(c,
+                             "SELECT 1 FROM utopia_bm25_scopes WHERE user_id = $1 AND chat_id = "
+                             "(SELECT coalesce(chat_id, '00000000-0000-0000-0000-000000000000') "
+                             "FROM utopia_documents WHERE user_id = $1 AND id = $2) FOR UPDATE",
+                             2, p, NULL, err, errlen)) != TK_OK)
+        goto fail;
     /* the vocabulary first (it is computed from the chunks), then the rest
      * cascades: chunks, facts whose source is this document */
     if ((st = utopia_db_exec(c, SQL_TERMS_SUB, 2, p, NULL, err, errlen)) != TK_OK ||

@@ -107,7 +107,7 @@ int utopia_check_fts_config(const char *value, char *msg, size_t msglen);
          "utopia-search-candidates",                                                               \
          TK_SET_INT,                                                                               \
          "200",                                                                                    \
-         "rows each ranking looks at before fusion",                                               \
+         "chunks BM25 scores for the rarer words of a query",                                      \
          .min = 10,                                                                                \
          .max = 100000,                                                                            \
          .out = &(c).candidates},                                                                  \

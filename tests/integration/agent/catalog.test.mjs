@@ -105,6 +105,34 @@ describe('GET /api/agent', () => {
     assert.ok(without.tools.some((t) => t.lane === 'sandbox'), 'the sandbox tools are declared, not offered');
   });
 
+  test('the tool table to the letter, in the order the tools are registered', async () => {
+    const row = (name, lane, changes_files, offered = true) => ({ name, lane, changes_files, offered });
+    const expected = (exec) => [
+      row('plan_task', 'fast', false),
+      row('list_files', 'fast', false),
+      row('preview', 'fast', false),
+      row('write_file', 'sandbox', true, exec),
+      row('read_file', 'sandbox', false, exec),
+      row('execute_command', 'sandbox', true, exec),
+      row('execute_code', 'sandbox', true, exec),
+      row('web_fetch', 'fast', false),
+      row('search_chunks', 'fast', false),
+      row('remember', 'fast', false),
+      row('recall_facts', 'fast', false),
+      row('save_document', 'fast', false),
+      row('delegate_subagent', 'fast', false),
+      row('list_skills', 'fast', false),
+      row('activate_skill', 'fast', false),
+      row('read_skill_file', 'fast', false),
+      row('run_skill_script', 'sandbox', true, exec),
+      row('schedule_task', 'fast', false),
+      row('list_schedules', 'fast', false),
+      row('cancel_schedule', 'fast', false),
+    ];
+    assert.deepEqual((await catalog(on, u)).tools, expected(true));
+    assert.deepEqual((await catalog(off, uOff)).tools, expected(false));
+  });
+
   test('each tool has the lane docs/AGENT.md gives it; changes_files is for the tools that write or run', async () => {
     const { tools } = await catalog(on, u);
     const lanes = documentedLanes();
@@ -114,15 +142,19 @@ describe('GET /api/agent', () => {
         .filter((t) => t.changes_files)
         .map((t) => t.name)
         .sort(),
-      ['execute_code', 'execute_command', 'write_file'],
+      ['execute_code', 'execute_command', 'run_skill_script', 'write_file'],
     );
   });
 
   test('the event types: every type real streams carry, what docs/API.md lists, and each read by the web UI', async () => {
     const { events: declared } = await catalog(off, uOff);
-    assert.equal(declared.at(-1), 'history');
-    assert.deepEqual(declared.slice(0, -1), documentedTypes());
-    for (const t of declared) assert.ok(t === 'history' || HANDLED_TYPES.includes(t), `the web UI's reducer reads ${t}`);
+    // the last two are frames without an id that the stream's reader (chat.js) takes itself
+    const own = ['stream_closed', 'history'];
+    assert.deepEqual(declared.slice(-2), own);
+    assert.deepEqual(declared.slice(0, -2), documentedTypes());
+    for (const t of declared) assert.ok(own.includes(t) || HANDLED_TYPES.includes(t), `the web UI's reducer reads ${t}`);
+    const chatJs = fs.readFileSync(path.join(ROOT, 'web/js/chat.js'), 'utf8');
+    for (const t of own) assert.ok(chatJs.includes(`es.addEventListener('${t}'`), `chat.js listens to ${t} itself`);
     // real streams: text, a plan and its update, tools, a subagent with its tool, an error
     const base = off.tusko.url;
     const sid = await newSession(base, uOff);

@@ -116,7 +116,7 @@ describe('subagents', () => {
     assert.match(start.task, /saffron harvest/);
     assert.equal(start.context, 'the user asked in chat');
     for (const name of ['search_chunks', 'recall_facts', 'remember', 'list_files', 'preview', 'web_fetch']) assert.ok(start.tools.includes(name), name);
-    for (const name of ['plan_task', 'delegate_subagent', 'write_file', 'execute_command', 'read_file']) assert.ok(!start.tools.includes(name), name);
+    for (const name of ['plan_task', 'delegate_subagent', 'write_file', 'execute_command', 'read_file', 'schedule_task', 'list_schedules', 'cancel_schedule']) assert.ok(!start.tools.includes(name), name);
     const nested = t.events.filter((e) => e.json.subagent_id === start.subagent_id);
     assert.deepEqual(
       nested.filter((e) => e.event !== 'text').map((e) => e.event),

@@ -1,5 +1,6 @@
 /* The backup schedule (BACKUP_SCHEDULE) and the names pruning keeps to. */
 #include "app/backup.h"
+#include "app/backup_schedule.h"
 #include "lib/common.h"
 #include "tk_test.h"
 

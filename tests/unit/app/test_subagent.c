@@ -6,9 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/agent/agent.h"
-#include "app/agent/memory.h"
-#include "app/agent/subagent.h"
+#include "app/agent/run.h"
+#include "app/tools/exec.h"
+#include "app/tools/files.h"
+#include "app/tools/memory.h"
+#include "app/tools/plan.h"
+#include "app/tools/subagent.h"
 #include "lib/json.h"
 #include "tk_test.h"
 
@@ -46,7 +49,9 @@ static int starts(const char *s, const char *prefix)
 
 static void registry(void)
 {
-    agent_builtin_tools_register();
+    agent_plan_tools_register();
+    agent_files_tools_register();
+    agent_exec_tools_register();
     agent_memory_tools_register();
 }
 

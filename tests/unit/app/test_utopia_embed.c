@@ -183,18 +183,23 @@ TEST(semantic_ranking_finds_synonyms)
     r = find(&u, c, "car");
     CHECK_INT(json_array_size(json_object_get(r, "results")), ==, 0);
     json_decref(r);
+    /* (the two candidates tie: BM25 ranks the shorter Physician chunk first,
+     * similarity the Automobile one; the tie goes to BM25) */
     r = find(&u, c, "car oil hours");
-    top = json_array_get(json_object_get(r, "results"), 0);
-    CHECK(strstr(tk_json_str(top, "snippet"), "Automobile") != NULL);
-    CHECK_INT(tk_json_int_or(json_object_get(top, "ranks"), "semantic", 0), ==, 1);
     CHECK_INT(json_array_size(json_object_get(r, "results")), ==, 2);
+    json_t *second = json_array_get(json_object_get(r, "results"), 1);
+    CHECK(strstr(tk_json_str(second, "snippet"), "Automobile") != NULL);
+    CHECK_INT(tk_json_int_or(json_object_get(second, "ranks"), "semantic", 0), ==, 1);
+    CHECK_INT(tk_json_int_or(json_object_get(second, "ranks"), "bm25", 0), ==, 2);
+    top = json_array_get(json_object_get(r, "results"), 0);
+    CHECK_INT(tk_json_int_or(json_object_get(top, "ranks"), "semantic", 0), ==, 2);
     json_decref(r);
     u.embed_scan_all = 5000;
     /* exact words still win */
     r = find(&u, c, "garden watering");
     top = json_array_get(json_object_get(r, "results"), 0);
     CHECK(strstr(tk_json_str(top, "snippet"), "garden") != NULL);
-    CHECK(json_object_get(json_object_get(top, "ranks"), "exact") != NULL);
+    CHECK(json_object_get(json_object_get(top, "ranks"), "bm25") != NULL);
     json_decref(r);
     PQfinish(c);
 }

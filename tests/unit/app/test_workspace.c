@@ -1,7 +1,7 @@
 /* agent/workspace: the client's path check, before a path is sent to a sandbox. */
 #include <string.h>
 
-#include "app/agent/workspace.h"
+#include "app/workspace.h"
 #include "tk_test.h"
 
 static const char *ws(const char *in)

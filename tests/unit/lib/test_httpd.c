@@ -7,6 +7,7 @@
 #include <sys/time.h>
 
 #include <sys/un.h>
+#include <fcntl.h>
 
 #include "lib/config.h"
 #include "lib/httpc.h"
@@ -172,6 +173,32 @@ static void h_sse(tk_req *r, void *ud)
     tk_stream_close(s);
 }
 
+/* GET /whoami: the client address the server sees. */
+static void h_whoami(tk_req *r, void *ud)
+{
+    tk_respond(r, 200, "text/plain", tk_req_client_ip(r), strlen(tk_req_client_ip(r)));
+}
+
+/* GET /hold: answered once `released` is set (the request stays in flight). */
+static int released;
+static void *hold_until_released(void *arg)
+{
+    pthread_mutex_lock(&mu);
+    while (!released)
+        pthread_cond_wait(&cv, &mu);
+    pthread_mutex_unlock(&mu);
+    tk_respond(arg, 200, "text/plain", "held", 4);
+    return NULL;
+}
+
+static void h_hold(tk_req *r, void *ud)
+{
+    tk_req_defer(r);
+    pthread_t t;
+    pthread_create(&t, NULL, hold_until_released, r);
+    pthread_detach(t);
+}
+
 static int auth(tk_req *r, void *ud)
 {
     const char *k = tk_req_header(r, "X-Key");
@@ -192,26 +219,32 @@ static tk_route routes[] = {
     {"GET", "/stream/{mode}", h_stream, NULL, TK_ROUTE_PUBLIC},
     {"GET", "/sse", h_sse, NULL, TK_ROUTE_PUBLIC | TK_ROUTE_BLOCKING},
     {"GET", "/private", h_quick, NULL, 0},
+    {"GET", "/whoami", h_whoami, NULL, TK_ROUTE_PUBLIC},
+    {"GET", "/hold", h_hold, NULL, TK_ROUTE_PUBLIC},
 };
 
 static tk_httpd *srv;
 static char base[64];
 
-static void start(unsigned timeout_s, unsigned max_conn)
+static void start_with(tk_httpd_config *c)
 {
     char err[256];
-    tk_log_set_level(TK_LOG_ERROR);
-    tk_httpd_config c = {.listen = "127.0.0.1:0",
-                         .name = "test",
-                         .heartbeat_s = 1,
-                         .timeout_s = timeout_s,
-                         .max_connections = max_conn,
-                         .stream_buffer = 64 * 1024,
-                         .auth = auth};
-    srv = tk_httpd_start(&c, routes, TK_ARRAY_LEN(routes), err, sizeof err);
+    c->listen = "127.0.0.1:0";
+    c->name = "test";
+    c->heartbeat_s = 1;
+    c->stream_buffer = 64 * 1024;
+    c->auth = auth;
+    srv = tk_httpd_start(c, routes, TK_ARRAY_LEN(routes), err, sizeof err);
     if (!srv)
         TK_TEST_FAIL("start: %s", err);
     snprintf(base, sizeof base, "http://127.0.0.1:%d", tk_httpd_port(srv));
+}
+
+static void start(unsigned timeout_s, unsigned max_conn)
+{
+    tk_log_set_level(TK_LOG_ERROR);
+    tk_httpd_config c = {.timeout_s = timeout_s, .max_connections = max_conn};
+    start_with(&c);
 }
 
 static long get(const char *path, tk_httpc_resp *resp, const char *const *headers)
@@ -732,6 +765,283 @@ TEST(listen_parse)
           TK_EINVAL);
     CHECK(tk_listen_parse("[::1:80", host, sizeof host, &port, path, sizeof path) == TK_EINVAL);
     CHECK(tk_listen_parse("unix:", host, sizeof host, &port, path, sizeof path) == TK_EINVAL);
+}
+
+/* ---------- per-client limits ---------- */
+
+/* A TCP connection to the server from the loopback address src (127.0.0.0/8). */
+static int connect_from(const char *src)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in me = {.sin_family = AF_INET};
+    inet_pton(AF_INET, src, &me.sin_addr);
+    if (bind(fd, (struct sockaddr *)&me, sizeof me) < 0)
+        TK_TEST_FAIL("bind %s: %s", src, strerror(errno));
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)tk_httpd_port(srv))};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
+        TK_TEST_FAIL("connect from %s: %s", src, strerror(errno));
+    return fd;
+}
+
+/* 1 when the server ends the connection without an answer within wait_s (it
+ * closes or resets it), 0 when it answers, -1 when it is still open. */
+static int ended_unanswered(int fd, int wait_s)
+{
+    struct timeval tv = {wait_s, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char buf[256];
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n > 0)
+        return 0;
+    if (n == 0 || errno == ECONNRESET)
+        return 1;
+    return -1;
+}
+
+/* An HTTP/1.1 exchange on a new connection from src: the status, 0 if the
+ * connection ended without one. */
+static int request_from(const char *src, const char *path, const char *xff, char *body,
+                        size_t bodylen)
+{
+    int fd = connect_from(src);
+    char req[512];
+    snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n%s%s%s\r\n", path,
+             xff ? "X-Forwarded-For: " : "", xff ? xff : "", xff ? "\r\n" : "");
+    send(fd, req, strlen(req), MSG_NOSIGNAL);
+    struct timeval tv = {10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char buf[4096];
+    int n = read_all(fd, buf, sizeof buf);
+    close(fd);
+    int status = 0;
+    if (n < 12 || sscanf(buf, "HTTP/1.1 %d", &status) != 1)
+        return 0;
+    const char *b = strstr(buf, "\r\n\r\n");
+    if (body && b)
+        snprintf(body, bodylen, "%s", b + 4);
+    return status;
+}
+
+TEST(httpd_limits_one_client_holding_connections_does_not_starve_another)
+{
+    /* 127.0.0.1 opens 1,000 connections and sends half a request line on each:
+     * past 16 they are closed as they are accepted, the 16 held ones go at the
+     * header deadline, and meanwhile 127.0.0.2 is answered. */
+    tk_log_set_level(TK_LOG_ERROR);
+    tk_httpd_config c = {.timeout_s = 60, .per_ip_limit = 16, .header_timeout_ms = 2000};
+    start_with(&c);
+    enum { N = 1000 };
+    static int fds[N];
+    for (int i = 0; i < N; i++) {
+        fds[i] = connect_from("127.0.0.1");
+        send(fds[i], "GET /items/", 11, MSG_NOSIGNAL);
+    }
+    char body[64] = "";
+    CHECK_INT(request_from("127.0.0.2", "/whoami", NULL, body, sizeof body), ==, 200);
+    CHECK_STR(body, "127.0.0.2");
+    /* the attacker's own new requests are not served past its limit */
+    CHECK_INT(request_from("127.0.0.1", "/items/1", NULL, NULL, 0), ==, 0);
+    /* every connection of the flood ends unanswered: those past the limit at
+     * once, the held ones at the header deadline (2 s; 10 s is the margin) */
+    int ended = 0;
+    for (int i = 0; i < N; i++)
+        ended += ended_unanswered(fds[i], 10) == 1;
+    CHECK_INT(ended, ==, N);
+    /* the server's count drops when libmicrohttpd reports each close, a little
+     * after the client sees its end: wait for it (up to 5 s) */
+    for (int i = 0; i < 250 && tk_httpd_connection_count(srv) > 1; i++)
+        usleep(20000);
+    CHECK_INT(tk_httpd_connection_count(srv), <=, 1);
+    /* and once they are gone the client is served again */
+    CHECK_INT(request_from("127.0.0.1", "/items/1", NULL, NULL, 0), ==, 200);
+    for (int i = 0; i < N; i++)
+        close(fds[i]);
+    tk_httpd_stop(srv);
+}
+
+TEST(httpd_limits_header_deadline_is_not_reset_by_trickling_bytes)
+{
+    /* a byte every 300 ms keeps an idle timer of 60 s from ever firing; the
+     * header deadline (1 s) ends it all the same */
+    tk_log_set_level(TK_LOG_ERROR);
+    tk_httpd_config c = {.timeout_s = 60, .header_timeout_ms = 1000};
+    start_with(&c);
+    int fd = connect_from("127.0.0.1");
+    const char *req =
+        "GET /items/1 HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    int closed = 0;
+    for (size_t i = 0; i < strlen(req) && !closed; i++) {
+        if (send(fd, req + i, 1, MSG_NOSIGNAL) != 1)
+            closed = 1;
+        else if (ended_unanswered(fd, 0) == 1)
+            closed = 1;
+        tk_sleep_ms(300);
+    }
+    CHECK(closed); /* within 33 x 300 ms, well under the idle timeout */
+    close(fd);
+    /* a request sent at once is served */
+    CHECK_INT(request_from("127.0.0.1", "/items/1", NULL, NULL, 0), ==, 200);
+    tk_httpd_stop(srv);
+}
+
+TEST(httpd_limits_slow_body_is_closed_and_a_steady_one_served)
+{
+    tk_log_set_level(TK_LOG_ERROR);
+    tk_httpd_config c = {.timeout_s = 60, .header_timeout_ms = 1000, .min_body_rate = 1000};
+    start_with(&c);
+    /* 10 bytes every 200 ms is 50 bytes/s: closed before the 900-byte body is in */
+    int fd = connect_from("127.0.0.1");
+    const char *head = "POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 900\r\n\r\n{\"name\":\"";
+    send(fd, head, strlen(head), MSG_NOSIGNAL);
+    int closed = 0;
+    for (int sent = 0; sent < 880 && !closed; sent += 10) {
+        if (send(fd, "aaaaaaaaaa", 10, MSG_NOSIGNAL) != 10 || ended_unanswered(fd, 0) == 1)
+            closed = 1;
+        tk_sleep_ms(200);
+    }
+    CHECK(closed);
+    close(fd);
+    /* the same body at once is served */
+    tk_httpc_resp r;
+    char body[901];
+    memset(body, 'a', sizeof body);
+    memcpy(body, "{\"name\":\"", 9);
+    memcpy(body + 897, "\"}\n", 3);
+    CHECK_INT(post("/body", body, 900, 0, &r), ==, 200);
+    tk_httpc_resp_free(&r);
+    tk_httpd_stop(srv);
+}
+
+static int keepalive_request(int fd)
+{
+    const char *req = "GET /items/1 HTTP/1.1\r\nHost: x\r\n\r\n";
+    send(fd, req, strlen(req), MSG_NOSIGNAL);
+    struct timeval tv = {10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char buf[2048];
+    ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    return strstr(buf, " 200 ") != NULL;
+}
+
+TEST(httpd_limits_idle_keepalive_closed_sooner_near_the_cap)
+{
+    tk_log_set_level(TK_LOG_ERROR);
+    tk_httpd_config c = {.timeout_s = 60, .header_timeout_ms = 1000, .max_connections = 16};
+    start_with(&c);
+    /* far from the cap a kept-alive connection may idle (3 s here) */
+    int fd = connect_from("127.0.0.1");
+    CHECK(keepalive_request(fd));
+    CHECK_INT(ended_unanswered(fd, 3), ==, -1);
+    CHECK(keepalive_request(fd));
+    /* with 12 of 16 slots busy (requests in flight) it goes at the header deadline */
+    released = 0;
+    int held[12];
+    for (int i = 0; i < 12; i++) {
+        held[i] = connect_from("127.0.0.3");
+        send(held[i], "GET /hold HTTP/1.1\r\nHost: x\r\n\r\n", 31, MSG_NOSIGNAL);
+    }
+    CHECK_INT(ended_unanswered(fd, 10), ==, 1);
+    close(fd);
+    pthread_mutex_lock(&mu);
+    released = 1;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+    for (int i = 0; i < 12; i++) {
+        CHECK_INT(ended_unanswered(held[i], 10), ==, 0); /* answered */
+        close(held[i]);
+    }
+    tk_httpd_stop(srv);
+}
+
+TEST(httpd_limits_forwarded_client_behind_a_trusted_proxy)
+{
+    tk_log_set_level(TK_LOG_ERROR);
+    tk_cidr_list trusted;
+    char err[256];
+    CHECK(tk_cidr_list_parse("127.0.0.1/32, 10.0.0.0/8", &trusted, err, sizeof err) == TK_OK);
+    tk_httpd_config c = {.timeout_s = 60, .per_ip_limit = 2, .trusted = &trusted};
+    start_with(&c);
+    char body[64];
+    /* from the proxy: the rightmost untrusted entry is the client */
+    CHECK_INT(request_from("127.0.0.1", "/whoami", "198.51.100.1, 203.0.113.9, 10.1.2.3", body,
+                           sizeof body),
+              ==, 200);
+    CHECK_STR(body, "203.0.113.9");
+    /* garbage ends the walk at the last trusted hop */
+    CHECK_INT(
+        request_from("127.0.0.1", "/whoami", "203.0.113.9, unknown, 10.1.2.3", body, sizeof body),
+        ==, 200);
+    CHECK_STR(body, "10.1.2.3");
+    /* from anyone else the header is ignored */
+    CHECK_INT(request_from("127.0.0.2", "/whoami", "203.0.113.9", body, sizeof body), ==, 200);
+    CHECK_STR(body, "127.0.0.2");
+    /* the proxy holds more connections than the per-address limit; a forwarded
+     * client with two requests in flight is answered 429 on the third, another
+     * client is served */
+    released = 0;
+    int held[2];
+    for (int i = 0; i < 2; i++) {
+        held[i] = connect_from("127.0.0.1");
+        const char *req = "GET /hold HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 203.0.113.9\r\n\r\n";
+        send(held[i], req, strlen(req), MSG_NOSIGNAL);
+    }
+    tk_sleep_ms(200);
+    CHECK_INT(request_from("127.0.0.1", "/whoami", "203.0.113.9", body, sizeof body), ==, 429);
+    CHECK(strstr(body, "TOO_MANY_CONNECTIONS") != NULL);
+    CHECK_INT(request_from("127.0.0.1", "/whoami", "203.0.113.10", body, sizeof body), ==, 200);
+    CHECK_STR(body, "203.0.113.10");
+    pthread_mutex_lock(&mu);
+    released = 1;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+    for (int i = 0; i < 2; i++) {
+        CHECK_INT(ended_unanswered(held[i], 10), ==, 0);
+        close(held[i]);
+    }
+    /* its requests done, the client is served again */
+    tk_sleep_ms(100);
+    CHECK_INT(request_from("127.0.0.1", "/whoami", "203.0.113.9", body, sizeof body), ==, 200);
+    tk_httpd_stop(srv);
+    tk_cidr_list_free(&trusted);
+}
+
+TEST(httpd_limits_refusals_are_logged_once_per_interval)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/tk-httpd-log-%d", getpid());
+    int lf = open(path, O_CREAT | O_TRUNC | O_RDWR, 0600);
+    CHECK(lf >= 0);
+    fflush(stderr);
+    dup2(lf, 2);
+    tk_log_set_level(TK_LOG_WARN);
+    tk_httpd_config c = {.timeout_s = 60, .per_ip_limit = 1};
+    start_with(&c);
+    int keep = connect_from("127.0.0.1");
+    send(keep, "GET /", 5, MSG_NOSIGNAL);
+    tk_sleep_ms(100);
+    for (int i = 0; i < 200; i++) {
+        int fd = connect_from("127.0.0.1");
+        ended_unanswered(fd, 10);
+        close(fd);
+    }
+    close(keep);
+    tk_httpd_stop(srv);
+    fflush(stderr);
+    char buf[65536];
+    ssize_t n = pread(lf, buf, sizeof buf - 1, 0);
+    CHECK(n > 0);
+    buf[n] = 0;
+    unlink(path);
+    int lines = 0;
+    for (char *p = buf; (p = strstr(p, "too many connections from one client")); p++)
+        lines++;
+    CHECK_INT(lines, ==, 1);
+    CHECK(strstr(buf, "client=127.0.0.1") != NULL);
 }
 
 TEST_MAIN()

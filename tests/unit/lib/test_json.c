@@ -62,4 +62,53 @@ TEST(json_dump_respects_cap)
     json_decref(j);
 }
 
+TEST(json_quote_escapes_to_the_letter)
+{
+    tk_buf b;
+    tk_buf_init(&b, 256);
+    const char s[] = "a\"b\\c\nd\re\tf\x01\x08\x0c\x1f\x7f/\xc3\xa9";
+    CHECK(tk_json_quote(&b, s, sizeof s - 1) == TK_OK);
+    CHECK_STR(tk_buf_cstr(&b),
+              "\"a\\\"b\\\\c\\nd\\re\\tf\\u0001\\u0008\\u000c\\u001f\x7f/\xc3\xa9\"");
+    /* a NUL inside the length is escaped too; the empty string is "" */
+    tk_buf_reset(&b);
+    CHECK(tk_json_quote(&b, "x\0y", 3) == TK_OK);
+    CHECK_STR(tk_buf_cstr(&b), "\"x\\u0000y\"");
+    tk_buf_reset(&b);
+    CHECK(tk_json_quote(&b, "", 0) == TK_OK);
+    CHECK_STR(tk_buf_cstr(&b), "\"\"");
+    tk_buf_free(&b);
+}
+
+TEST(json_quote_parses_back_to_every_ascii_byte)
+{
+    char s[128];
+    for (int i = 0; i < 128; i++)
+        s[i] = (char)i;
+    tk_buf b;
+    tk_buf_init(&b, 4096);
+    CHECK(tk_json_quote(&b, s, sizeof s) == TK_OK);
+    json_error_t e;
+    json_t *j = json_loadb(b.data, b.len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
+    CHECK(j != NULL && json_is_string(j));
+    CHECK_INT(json_string_length(j), ==, sizeof s);
+    CHECK(memcmp(json_string_value(j), s, sizeof s) == 0);
+    json_decref(j);
+    tk_buf_free(&b);
+}
+
+TEST(json_quote_refuses_past_the_cap)
+{
+    tk_buf b;
+    tk_buf_init(&b, 6);
+    CHECK(tk_json_quote(&b, "abcd", 4) == TK_OK); /* "abcd" with its quotes: 6 */
+    tk_buf_reset(&b);
+    CHECK(tk_json_quote(&b, "abcde", 5) == TK_ETOOBIG);
+    tk_buf_reset(&b);
+    CHECK(tk_json_quote(&b, "ab\n", 3) == TK_OK);
+    tk_buf_reset(&b);
+    CHECK(tk_json_quote(&b, "abc\n", 4) == TK_ETOOBIG); /* the escape does not fit */
+    tk_buf_free(&b);
+}
+
 TEST_MAIN()

@@ -46,6 +46,73 @@ TEST(pg_pool_query_and_exhaustion)
     tk_pg_pool_free(p);
 }
 
+TEST(pg_array_elem_to_the_letter_and_through_postgres)
+{
+    tk_buf b;
+    tk_buf_init(&b, 1024);
+    const char *el[] = {"a", "b\"c", "d\\e", NULL, "", "{x,y}", "NULL"};
+    tk_buf_append_byte(&b, '{');
+    for (size_t i = 0; i < TK_ARRAY_LEN(el); i++)
+        CHECK(tk_pg_array_elem(&b, el[i], i == 0) == TK_OK);
+    tk_buf_append_byte(&b, '}');
+    CHECK_STR(tk_buf_cstr(&b), "{\"a\",\"b\\\"c\",\"d\\\\e\",NULL,\"\",\"{x,y}\",\"NULL\"}");
+    /* Postgres reads back the same elements, NULL as NULL and "NULL" as text */
+    fresh_db("arr");
+    PGconn *c = PQconnectdb(dburl);
+    CHECK(PQstatus(c) == CONNECTION_OK);
+    const char *p[] = {tk_buf_cstr(&b)};
+    PGresult *r = tk_pg_query(c, "SELECT x, x IS NULL FROM unnest($1::text[]) x", 1, p);
+    CHECK(tk_pg_ok(r));
+    CHECK_INT(PQntuples(r), ==, (int)TK_ARRAY_LEN(el));
+    for (int i = 0; i < PQntuples(r); i++) {
+        if (!el[i]) {
+            CHECK_STR(PQgetvalue(r, i, 1), "t");
+        } else {
+            CHECK_STR(PQgetvalue(r, i, 1), "f");
+            CHECK_STR(PQgetvalue(r, i, 0), el[i]);
+        }
+    }
+    PQclear(r);
+    PQfinish(c);
+    /* past the cap */
+    tk_buf_free(&b);
+    tk_buf_init(&b, 4);
+    CHECK(tk_pg_array_elem(&b, "ab", 1) == TK_OK);
+    CHECK(tk_pg_array_elem(&b, "c", 0) == TK_ETOOBIG);
+    tk_buf_free(&b);
+}
+
+/* A pooled connection whose server went away (a Postgres restart, a backend
+ * terminated) is replaced when taken, not handed out to fail its first query. */
+TEST(pg_pool_replaces_an_idle_connection_whose_server_is_gone)
+{
+    fresh_db("pool_gone");
+    char err[256];
+    tk_pg_pool *p = tk_pg_pool_new(dburl, 2, err, sizeof err);
+    CHECK(p != NULL);
+    PGconn *a = tk_pg_acquire(p, 1000);
+    CHECK(a != NULL);
+    char pid[16];
+    snprintf(pid, sizeof pid, "%d", PQbackendPID(a));
+    tk_pg_release(p, a);
+    PGconn *killer = PQconnectdb(dburl);
+    CHECK(PQstatus(killer) == CONNECTION_OK);
+    const char *kp[] = {pid};
+    PGresult *r = tk_pg_query(killer, "SELECT pg_terminate_backend($1::int, 5000)", 1, kp);
+    CHECK(tk_pg_ok(r));
+    CHECK_STR(PQgetvalue(r, 0, 0), "t");
+    PQclear(r);
+    PQfinish(killer);
+    PGconn *b = tk_pg_acquire(p, 1000);
+    CHECK(b != NULL);
+    r = tk_pg_query(b, "SELECT 1", 0, NULL);
+    CHECK(tk_pg_ok(r)); /* the first query on what the pool gave works */
+    PQclear(r);
+    CHECK(PQbackendPID(b) != atoi(pid));
+    tk_pg_release(p, b);
+    tk_pg_pool_free(p);
+}
+
 TEST(pg_bad_url_is_a_clear_error)
 {
     char err[256];

@@ -605,6 +605,57 @@ TEST(ssrf_operator_lists)
     CHECK_INT(p.nallow, ==, 0);
 }
 
+/* Entries with a port apply to that port only; an allowlist entry with a port
+ * also admits that port (nothing else does beyond 80, 443 and the extra ports). */
+TEST(ssrf_entries_with_a_port)
+{
+    tk_ssrf_policy p;
+    test_policy(&p);
+    char err[256];
+    CHECK_INT(tk_ssrf_policy_allow(&p,
+                                   "127.0.0.1:8123 [::1]:8123 example.test:8443 10.9.0.0/16:9000",
+                                   err, sizeof err),
+              ==, TK_OK);
+    CHECK_INT(tk_ssrf_policy_deny(&p, "public.test:8080", err, sizeof err), ==, TK_OK);
+    CHECK_INT(tk_ssrf_policy_allow_ports(&p, "8080", err, sizeof err), ==, TK_OK);
+    p.allow_setting = "EGRESS_ALLOW";
+    static const struct url_case cases[] = {
+        {"http://127.0.0.1:8123/", OK, "EGRESS_ALLOW entry 127.0.0.1/32:8123"},
+        {"http://[::1]:8123/", OK, "[::1/128]:8123"},
+        {"http://127.0.0.1:8124/", TK_SSRF_BAD_PORT,
+         "port 8124 is not allowed (allowed: 80, 443, 8080; see SSRF_ALLOWED_PORTS)"},
+        {"http://127.0.0.1/", TK_SSRF_BLOCKED_ADDRESS, "loopback"}, /* the entry is for 8123 only */
+        {"http://127.0.0.2:8123/", TK_SSRF_BLOCKED_ADDRESS, "loopback"},
+        {"http://93.184.215.14:8123/", TK_SSRF_BAD_PORT, "not in an allowlist entry for port 8123"},
+        {"http://localhost:8123/", OK, "127.0.0.1/32:8123"},
+        {"http://example.test:8443/", OK, "example.test:8443"},
+        {"http://example.test/", OK, "public"},
+        {"http://10.9.1.2:9000/", OK, "10.9.0.0/16:9000"},
+        {"http://10.9.1.2/", TK_SSRF_BLOCKED_ADDRESS, "private"},
+        {"http://public.test:8080/", TK_SSRF_DENIED_HOST, "public.test:8080"},
+        {"http://public.test/", OK, NULL},
+    };
+    for (size_t i = 0; i < TK_ARRAY_LEN(cases); i++) {
+        tk_ssrf_target t;
+        tk_ssrf_check(&p, cases[i].url, &t);
+        if (t.code != cases[i].code)
+            TK_TEST_FAIL("%s: got %s (%s), expected %s", cases[i].url, tk_ssrf_code_str(t.code),
+                         t.reason, tk_ssrf_code_str(cases[i].code));
+        if (cases[i].why && !strstr(t.reason, cases[i].why))
+            TK_TEST_FAIL("%s: reason \"%s\" lacks \"%s\"", cases[i].url, t.reason, cases[i].why);
+        tk_ssrf_target_free(&t);
+    }
+    /* the pin check before connect applies the same rule */
+    tk_ssrf_target t;
+    CHECK_INT(tk_ssrf_check_host(&p, "127.0.0.1", 8123, &t), ==, TK_OK);
+    tk_ip ip;
+    CHECK(tk_ip_parse("127.0.0.1", &ip));
+    CHECK(tk_ssrf_target_admits(&p, &t, &ip, 8123));
+    CHECK(!tk_ssrf_target_admits(&p, &t, &ip, 8124));
+    tk_ssrf_target_free(&t);
+    tk_ssrf_policy_free(&p);
+}
+
 TEST(ssrf_list_syntax_errors)
 {
     static const struct {
@@ -616,7 +667,9 @@ TEST(ssrf_list_syntax_errors)
         {"10.0.0.0/x", "prefix length"},
         {"10.1/16", "not a CIDR prefix"},
         {"fd00::1/8", "did you mean fd00::/8?"},
-        {"intranet.test:8080", "SSRF_ALLOWED_PORTS"},
+        {"intranet.test:0", "the port must be a number"},
+        {"intranet.test:x", "the port must be a number"},
+        {"[::1]:65536", "the port must be a number"},
         {"a*b.test", "wildcard"},
         {"*", "wildcard"},
         {"*.10.0.0.1", "names, not addresses"},

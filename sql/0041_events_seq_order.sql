@@ -1,0 +1,11 @@
+-- events_seq hands out its numbers one at a time (CACHE 1; it was 100). seq
+-- is the order a chat's events are replayed and resumed in (Last-Event-ID),
+-- and with a cache every connection drew from a block of its own: the events
+-- of one chat written through two connections — a turn on one instance and
+-- the next on another, or the end of an interrupted turn stored by the
+-- instance that recovered it, then its next turn — could be numbered out of
+-- the order they were written in, and a client that had seen the higher
+-- numbers skipped the lower ones for good. Without a cache numbers go out in
+-- the order they are asked for; a chat's writes follow one another (one turn
+-- at a time), so its events are numbered in the order they were written.
+ALTER SEQUENCE events_seq CACHE 1;

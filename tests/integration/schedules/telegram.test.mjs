@@ -1,0 +1,177 @@
+// Telegram notifications against a local Bot API stand-in
+// (tests/lib/telegram-standin.mjs), a real Postgres and the scripted model:
+// off without a token; linking with one-time codes (good, reused, wrong,
+// expired, a group chat), /stop; the test message; a long text with special
+// characters split under 4,096 and escaped, in order; 429 honoured exactly
+// once after retry_after; a refused entity resent once as plain text; a
+// schedule's outcome sent; 403 marking the link inactive; the token in no log.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+
+import { startPostgres, startProgram, stopAll } from '../../lib/harness.mjs';
+import { startTelegramStandin } from '../../lib/telegram-standin.mjs';
+import { api, makeUser, startModels, tuskoEnv, until } from '../agent/lib.mjs';
+
+const TOKEN = '123456789:AAH-test-token-Zx9yW8vU7tS6rQ5pO4nM';
+const ALICE_CHAT = 710001;
+
+const unescape = (s) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+
+describe('telegram', () => {
+  let ms, pg, tg, tusko, base, alice;
+  const tapi = (path, opts = {}) => api(base, `/api/notify/telegram${path}`, { headers: alice.auth, ...opts });
+  const replyTo = (chat, re, what) => until(() => tg.to(chat).find((m) => !m.refused && re.test(m.text)), { timeoutMs: 15000, what });
+
+  before(async () => {
+    ms = await startModels({});
+    pg = await startPostgres('telegram');
+    tg = await startTelegramStandin({ token: TOKEN });
+    tusko = await startProgram('tusko', { env: tuskoEnv(pg, ms, { TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_API_URL: tg.url, TELEGRAM_POLL_TIMEOUT: '1s' }) });
+    base = tusko.url;
+    alice = makeUser(pg, `alice-${process.pid}@example.test`);
+  });
+  after(async () => {
+    await stopAll();
+    await tg.close();
+    await ms.close();
+  });
+
+  test('without TELEGRAM_BOT_TOKEN the feature is off and says so', async () => {
+    const off = await startProgram('tusko', { env: tuskoEnv(pg, ms) });
+    const st = await api(off.url, '/api/notify/telegram', { headers: alice.auth });
+    assert.equal(st.status, 200);
+    assert.equal(st.json.enabled, false);
+    const l = await api(off.url, '/api/notify/telegram/link', { method: 'POST', headers: alice.auth });
+    assert.equal(l.status, 503);
+    assert.equal(l.json.code, 'TELEGRAM_OFF');
+    await off.stop();
+  });
+
+  test('linking: a one-time code links a private chat once; reused, wrong and expired codes link nothing', async () => {
+    const st0 = await tapi('');
+    assert.equal(st0.json.enabled, true);
+    assert.equal(st0.json.link, null);
+    const r = await tapi('/link', { method: 'POST' });
+    assert.equal(r.status, 201, r.text);
+    assert.match(r.json.code, /^[A-Za-z0-9_-]{22,}$/); // 16 random bytes, base64url
+    assert.equal(r.json.link, `https://t.me/tusko_test_bot?start=${r.json.code}`);
+    assert.ok(Date.parse(r.json.expires_at) - Date.now() > 9 * 60e3);
+    // a group chat is refused
+    tg.message(-100500, `/start ${r.json.code}`, { type: 'group' });
+    await replyTo(-100500, /private chat/, 'the group refusal');
+    tg.message(ALICE_CHAT, `/start ${r.json.code}`, { username: 'alice_tg' });
+    const ok = await replyTo(ALICE_CHAT, /^Linked to the Tusko account a\*\*\*@example\.test\./, 'the confirmation');
+    assert.equal(ok.parse_mode, 'HTML');
+    const st = (await tapi('')).json;
+    assert.equal(st.bot, 'tusko_test_bot');
+    assert.equal(st.link.active, true);
+    assert.equal(st.link.username, 'alice_tg');
+    // the same code again, from another chat: nothing
+    tg.message(710002, r.json.code);
+    await replyTo(710002, /wrong, already used or expired/, 'the reuse refusal');
+    // a wrong code
+    tg.message(710003, '/start AAAAAAAAAAAAAAAAAAAAAA');
+    await replyTo(710003, /wrong, already used or expired/, 'the wrong-code refusal');
+    // an expired one (its ten minutes gone by)
+    const e = await tapi('/link', { method: 'POST' });
+    pg.query(`UPDATE telegram_link_codes SET expires_at = now() - interval '1 second' WHERE used_at IS NULL`);
+    tg.message(710004, e.json.code);
+    await replyTo(710004, /wrong, already used or expired/, 'the expired refusal');
+    assert.deepEqual(pg.rows('SELECT chat_id FROM telegram_links'), [[String(ALICE_CHAT)]]);
+  });
+
+  test('the test message; a long text with special characters split under 4,096 in order and escaped', async () => {
+    const t = await tapi('/test', { method: 'POST' });
+    assert.equal(t.status, 202);
+    const m = await replyTo(ALICE_CHAT, /^A test message from Tusko/, 'the test message');
+    assert.deepEqual(m.link_preview_options, { is_disabled: true });
+    const para = (k) => `Paragraph ${k}: a < b && c > d, <b>not bold</b> ` + 'word '.repeat(300 + k * 40);
+    const text = [0, 1, 2, 3, 4, 5].map(para).join('\n\n');
+    const before = tg.to(ALICE_CHAT).length;
+    pg.query(`INSERT INTO telegram_outbox (user_id, text) SELECT id, '${text.replace(/'/g, "''")}' FROM users WHERE email = '${alice.email}'`);
+    const parts = await until(() => {
+      const got = tg.to(ALICE_CHAT).slice(before).filter((x) => !x.refused);
+      return got.length && unescape(got.map((x) => x.text).join('\n\n')).length >= text.trim().length - 10 ? got : null;
+    }, { timeoutMs: 20000, what: 'the parts' });
+    assert.ok(parts.length >= 3, `${parts.length} parts`);
+    for (const p of parts) {
+      assert.ok(p.text.length <= 4096, `a part of ${p.text.length}`);
+      assert.equal(p.parse_mode, 'HTML');
+      assert.ok(!/<b>/.test(p.text) && /&lt;b&gt;/.test(p.text), 'escaped');
+    }
+    // cut at paragraph ends, in order, nothing lost (trailing spaces aside)
+    const norm = (x) => x.replace(/ +\n/g, '\n').trimEnd();
+    assert.equal(norm(unescape(parts.map((p) => p.text).join('\n\n'))), norm(text));
+    // each cut at a paragraph's end: every part but the last ends a paragraph
+    for (const p of parts.slice(0, -1)) assert.ok(text.includes(`${unescape(p.text)} \n\n`), 'cut at a paragraph end');
+    for (let i = 1; i < parts.length; i++) assert.ok(parts[i].at - parts[i - 1].at >= 900, 'paced a second apart');
+  });
+
+  test('429 waits retry_after and is retried exactly once; a refused entity is resent once as plain text', async () => {
+    tg.failNext(ALICE_CHAT, { error_code: 429, description: 'Too Many Requests: retry after 2', retry_after: 2 });
+    const n0 = tg.to(ALICE_CHAT).length;
+    await tapi('/test', { method: 'POST' });
+    const got = await until(() => {
+      const xs = tg.to(ALICE_CHAT).slice(n0);
+      return xs.length >= 2 && !xs.at(-1).refused ? xs : null;
+    }, { timeoutMs: 20000, what: 'the retry' });
+    await new Promise((ok) => setTimeout(ok, 1500));
+    const all = tg.to(ALICE_CHAT).slice(n0);
+    assert.deepEqual(all.map((x) => x.refused || 200), [429, 200]);
+    assert.ok(got[1].at - got[0].at >= 2000, `retried after ${got[1].at - got[0].at} ms`);
+    assert.equal(got[1].text, got[0].text);
+    // the server refuses the HTML once: the same text goes again without parse_mode
+    tg.failNext(ALICE_CHAT, { error_code: 400, description: "Bad Request: can't parse entities: Unsupported start tag" });
+    const n1 = tg.to(ALICE_CHAT).length;
+    await tapi('/test', { method: 'POST' });
+    const p = await until(() => {
+      const xs = tg.to(ALICE_CHAT).slice(n1);
+      return xs.length >= 2 ? xs : null;
+    }, { timeoutMs: 15000, what: 'the plain resend' });
+    assert.equal(p[0].parse_mode, 'HTML');
+    assert.equal(p[1].parse_mode, undefined);
+    assert.match(p[1].text, /^A test message from Tusko/);
+  });
+
+  test("a schedule's outcome is sent as its notify says", async () => {
+    const s = await api(base, '/api/schedules', { headers: alice.auth, json: { name: 'digest <weekly>', prompt: 'digest #scenario:text', cron: '0 6 * * *', notify: 'always' } });
+    assert.equal(s.status, 201, s.text);
+    assert.equal((await api(base, `/api/schedules/${s.json.id}/run`, { method: 'POST', headers: alice.auth })).status, 202);
+    const m = await replyTo(ALICE_CHAT, /^Schedule "digest &lt;weekly&gt;" succeeded \(\d{4}-\d\d-\d\d \d\d:\d\d UTC\)\n\nHello! This is a scripted reply/, 'the outcome');
+    assert.equal(m.parse_mode, 'HTML');
+    // notify 'failure' (the default) sends nothing for a success
+    const q = await api(base, '/api/schedules', { headers: alice.auth, json: { name: 'quiet', prompt: 'q #scenario:text', cron: '0 6 * * *' } });
+    const n = tg.to(ALICE_CHAT).length;
+    await api(base, `/api/schedules/${q.json.id}/run`, { method: 'POST', headers: alice.auth });
+    await until(async () => (await api(base, `/api/schedules/${q.json.id}/runs`, { headers: alice.auth })).json.runs.some((r) => r.status === 'succeeded'), { what: 'the quiet run' });
+    await new Promise((ok) => setTimeout(ok, 1500));
+    assert.equal(tg.to(ALICE_CHAT).length, n);
+  });
+
+  test('403 (the bot blocked) marks the link inactive; /stop unlinks; the token is in no log', async () => {
+    tg.failNext(ALICE_CHAT, { error_code: 403, description: 'Forbidden: bot was blocked by the user' });
+    await tapi('/test', { method: 'POST' });
+    const st = await until(async () => {
+      const j = (await tapi('')).json;
+      return j.link && j.link.active === false ? j : null;
+    }, { what: 'the link inactive' });
+    assert.match(st.link.inactive_reason, /403 Forbidden: bot was blocked by the user/);
+    const t = await tapi('/test', { method: 'POST' });
+    assert.equal(t.status, 409);
+    assert.equal(t.json.code, 'NOT_LINKED');
+    // linking again makes it active; /stop unlinks
+    const r = await tapi('/link', { method: 'POST' });
+    tg.message(ALICE_CHAT, `/start ${r.json.code}`);
+    await until(async () => (await tapi('')).json.link?.active === true, { what: 'relinked' });
+    tg.message(ALICE_CHAT, '/stop');
+    await replyTo(ALICE_CHAT, /^Unlinked/, 'the unlink');
+    assert.equal((await tapi('')).json.link, null);
+    // the token: in no log line (the calls carried it, in their URLs only)
+    await tusko.stop();
+    const log = fs.readFileSync(tusko.logPath, 'utf8');
+    assert.ok(log.includes('telegram'), 'the log has telegram lines');
+    assert.ok(!log.includes(TOKEN) && !log.includes(TOKEN.split(':')[1]), 'the token is not in the log');
+    assert.ok(tg.calls.some((c) => c.method === 'getUpdates' && c.body.timeout === 1));
+  });
+});
