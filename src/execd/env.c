@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "execd/execd.h"
+#include "execd/fs.h"
 
 extern char **environ;
 
@@ -117,15 +118,16 @@ int execd_workdir_open(const json_t *cwd, int *fd, int create, char *err, size_t
         len = json_string_length(cwd);
     }
     char rel[TK_PATHSAFE_PATH_MAX], why[512];
-    rel[0] = '\0';
-    if (p && len) {
-        if (tk_pathsafe_rel(&execd_cfg.ws, p, len, rel, sizeof rel, why, sizeof why) != TK_OK) {
-            snprintf(err, errlen, "cwd refused: %s", why);
-            return 400;
-        }
+    if (!p || !len) { /* the workspace */
+        p = execd_cfg.ws.root;
+        len = strlen(p);
     }
-    tk_status st = tk_pathsafe_open(&execd_cfg.ws, rel, O_PATH | O_DIRECTORY, 0, TK_PATHSAFE_FOLLOW,
-                                    fd, why, sizeof why);
+    if (execd_fs_path_rel(p, len, rel, sizeof rel, why, sizeof why) != TK_OK) {
+        snprintf(err, errlen, "cwd refused: %s", why);
+        return 400;
+    }
+    tk_status st = tk_pathsafe_open(execd_fs_root(), rel, O_PATH | O_DIRECTORY, 0,
+                                    TK_PATHSAFE_FOLLOW, fd, why, sizeof why);
     if (st == TK_OK)
         return 0;
     if (st == TK_ENOENT)

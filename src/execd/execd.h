@@ -1,6 +1,7 @@
 /*
- * execd.h — what the parts of tusko-execd share: the daemon's settings and its
- * workspace root, set once at start-up and read-only afterwards.
+ * execd.h — what the parts of tusko-execd share: the daemon's settings, the
+ * root every request path is resolved beneath and the workspace, set once at
+ * start-up and read-only afterwards.
  */
 #ifndef EXECD_EXECD_H
 #define EXECD_EXECD_H
@@ -10,7 +11,12 @@
 #include "lib/pathsafe.h"
 
 typedef struct {
-    tk_pathsafe ws;          /* the workspace root (opened once) */
+    tk_pathsafe ws;          /* the workspace (opened once): where commands start and what
+                                relative paths are relative to */
+    tk_pathsafe root;        /* EXECD_ROOT (the sandbox's own "/"): what every request path is
+                                resolved beneath unless confined (see execd_fs_root()) */
+    _Atomic int confined;    /* EXECD_CONFINE=workspace or POST /confine: paths are resolved
+                                beneath the workspace; never cleared once set */
     const char *python;      /* interpreter for code contexts */
     int64_t max_commands;    /* concurrently running commands (foreground + background) */
     int64_t max_sessions;    /* live bash sessions */

@@ -27,7 +27,7 @@
 
 static const tk_pathsafe *ws(void)
 {
-    return &execd_cfg.ws;
+    return execd_fs_root();
 }
 
 static void display(const char *rel, char *out, size_t outlen)
@@ -89,7 +89,8 @@ void execd_files_info(tk_req *r, void *ud)
             if (e == ENOENT)
                 tk_respond_error(r, 404, "FILE_NOT_FOUND", "file not found: %s", disp);
             else
-                tk_respond_error(r, 500, "RUNTIME_ERROR", "stat %s: %s", disp, strerror(e));
+                tk_respond_error(r, execd_fs_errno_status(e), execd_fs_errno_code(e), "stat %s: %s",
+                                 disp, strerror(e));
             goto fail;
         }
         json_object_set_new(out, paths[i], info);
@@ -109,7 +110,7 @@ void execd_files_delete(tk_req *r, void *ud)
         if (execd_fs_rel(r, paths[i], strlen(paths[i]), rel) != 0)
             return;
         if (!*rel) {
-            tk_respond_error(r, 400, "INVALID_PATH", "the workspace root is not a file");
+            tk_respond_error(r, 400, "INVALID_PATH", "the root directory is not a file");
             return;
         }
         int dfd;
@@ -127,7 +128,8 @@ void execd_files_delete(tk_req *r, void *ud)
             close(dfd);
             if (e == ENOENT)
                 continue;
-            tk_respond_error(r, 500, "RUNTIME_ERROR", "stat %s: %s", rel, strerror(e));
+            tk_respond_error(r, execd_fs_errno_status(e), execd_fs_errno_code(e), "stat %s: %s",
+                             rel, strerror(e));
             return;
         }
         if (S_ISDIR(sb.st_mode)) {
@@ -140,8 +142,8 @@ void execd_files_delete(tk_req *r, void *ud)
         if (unlinkat(dfd, leaf, 0) != 0 && errno != ENOENT) {
             int e = errno;
             close(dfd);
-            tk_respond_error(r, 500, "RUNTIME_ERROR", "error removing file %s: %s", rel,
-                             strerror(e));
+            tk_respond_error(r, execd_fs_errno_status(e), execd_fs_errno_code(e),
+                             "error removing file %s: %s", rel, strerror(e));
             return;
         }
         close(dfd);
@@ -213,7 +215,7 @@ void execd_files_mv(tk_req *r, void *ud)
         if (execd_fs_rel(r, src, sl, srel) != 0 || execd_fs_rel(r, dst, dl, drel) != 0)
             return;
         if (!*srel || !*drel) {
-            tk_respond_error(r, 400, "INVALID_PATH", "the workspace root cannot be moved");
+            tk_respond_error(r, 400, "INVALID_PATH", "the root directory cannot be moved");
             return;
         }
         int sfd, dfd;
@@ -240,8 +242,8 @@ void execd_files_mv(tk_req *r, void *ud)
             else if (e == EINVAL)
                 tk_respond_error(r, 400, "INVALID_PATH", "cannot move %s into itself", src);
             else
-                tk_respond_error(r, 500, "RUNTIME_ERROR", "failed to move %s: %s", src,
-                                 strerror(e));
+                tk_respond_error(r, execd_fs_errno_status(e), execd_fs_errno_code(e),
+                                 "failed to move %s: %s", src, strerror(e));
             return;
         }
     }
@@ -475,8 +477,8 @@ void execd_dirs_list(tk_req *r, void *ud)
         fd = openat(dfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         close(dfd);
         if (fd < 0) {
-            tk_respond_error(r, 500, "RUNTIME_ERROR", "error listing directory %s: %s", path,
-                             strerror(errno));
+            tk_respond_error(r, execd_fs_errno_status(errno), execd_fs_errno_code(errno),
+                             "error listing directory %s: %s", path, strerror(errno));
             return;
         }
     }
@@ -521,7 +523,8 @@ void execd_dirs_make(tk_req *r, void *ud)
             int e = errno;
             close(dfd);
             if (rc != 0 && e != EEXIST) {
-                tk_respond_error(r, 500, "RUNTIME_ERROR", "mkdir %s: %s", path, strerror(e));
+                tk_respond_error(r, execd_fs_errno_status(e), execd_fs_errno_code(e),
+                                 "mkdir %s: %s", path, strerror(e));
                 return;
             }
         }
@@ -600,7 +603,7 @@ void execd_dirs_remove(tk_req *r, void *ud)
             return;
         if (!*rel) {
             tk_respond_error(r, 400, "INVALID_PATH",
-                             "refusing to delete the workspace root itself");
+                             "refusing to delete the root directory itself");
             return;
         }
         int dfd;
@@ -616,8 +619,8 @@ void execd_dirs_remove(tk_req *r, void *ud)
         int e = errno;
         close(dfd);
         if (rc != 0) {
-            tk_respond_error(r, 500, "RUNTIME_ERROR", "error removing directory %s: %s", paths[i],
-                             strerror(e));
+            tk_respond_error(r, execd_fs_errno_status(e), execd_fs_errno_code(e),
+                             "error removing directory %s: %s", paths[i], strerror(e));
             return;
         }
     }
@@ -719,7 +722,7 @@ void execd_files_replace(tk_req *r, void *ud)
         if (execd_fs_rel(r, path, strlen(path), rel) != 0)
             goto out;
         if (!*rel) {
-            tk_respond_error(r, 400, "INVALID_PATH", "the workspace root is not a file");
+            tk_respond_error(r, 400, "INVALID_PATH", "the root directory is not a file");
             goto out;
         }
         int dfd;
@@ -740,7 +743,8 @@ void execd_files_replace(tk_req *r, void *ud)
                                  "for writes",
                                  path);
             else
-                tk_respond_error(r, 500, "RUNTIME_ERROR", "open %s: %s", path, strerror(e));
+                tk_respond_error(r, execd_fs_errno_status(e), execd_fs_errno_code(e), "open %s: %s",
+                                 path, strerror(e));
             goto out;
         }
         if (!S_ISREG(sb.st_mode) || sb.st_size > (off_t)REPLACE_MAX_FILE) {
@@ -792,7 +796,8 @@ void execd_files_replace(tk_req *r, void *ud)
             goto out;
         }
         if (rc != 0) {
-            tk_respond_error(r, 500, "RUNTIME_ERROR", "writing %s failed: %s", path, strerror(e));
+            tk_respond_error(r, execd_fs_errno_status(e), execd_fs_errno_code(e),
+                             "writing %s failed: %s", path, strerror(e));
             goto out;
         }
         json_object_set_new(results, path,

@@ -15,11 +15,36 @@
 #include "lib/query.h"
 #include "lib/tktime.h"
 
+const tk_pathsafe *execd_fs_root(void)
+{
+    return execd_cfg.confined ? &execd_cfg.ws : &execd_cfg.root;
+}
+
+tk_status execd_fs_path_rel(const char *path, size_t len, char *rel, size_t rellen, char *why,
+                            size_t whylen)
+{
+    const tk_pathsafe *root = execd_fs_root();
+    if (root == &execd_cfg.ws || !path || len == 0 || path[0] == '/' || path[0] == '~')
+        return tk_pathsafe_rel(root, path, len, rel, rellen, why, whylen);
+    /* Relative: to the workspace, which lies beneath the root. The joined
+     * string goes through the same rules (a ".." may climb out of the workspace
+     * but never above the root). */
+    char abs[TK_PATHSAFE_PATH_MAX + 2];
+    size_t wl = strlen(execd_cfg.ws.root);
+    if (wl + 1 + len > TK_PATHSAFE_PATH_MAX) {
+        snprintf(why, whylen, "the path is longer than %d bytes", TK_PATHSAFE_PATH_MAX);
+        return TK_EDENIED;
+    }
+    memcpy(abs, execd_cfg.ws.root, wl);
+    abs[wl] = '/';
+    memcpy(abs + wl + 1, path, len);
+    return tk_pathsafe_rel(root, abs, wl + 1 + len, rel, rellen, why, whylen);
+}
+
 int execd_fs_rel(tk_req *r, const char *path, size_t len, char *rel)
 {
     char why[512];
-    if (tk_pathsafe_rel(&execd_cfg.ws, path, len, rel, TK_PATHSAFE_PATH_MAX, why, sizeof why) ==
-        TK_OK)
+    if (execd_fs_path_rel(path, len, rel, TK_PATHSAFE_PATH_MAX, why, sizeof why) == TK_OK)
         return 0;
     /* The path itself may be what broke the rule: show it escaped and short. */
     json_t *shown = execd_json_text(path, len > 200 ? 200 : len);
@@ -30,9 +55,24 @@ int execd_fs_rel(tk_req *r, const char *path, size_t len, char *rel)
     return -1;
 }
 
+int execd_fs_errno_status(int e)
+{
+    return e == EROFS || e == EACCES || e == EPERM ? 403 : 500;
+}
+
+const char *execd_fs_errno_code(int e)
+{
+    return e == EROFS                  ? "READ_ONLY_FILESYSTEM"
+           : e == EACCES || e == EPERM ? "PERMISSION_DENIED"
+                                       : "RUNTIME_ERROR";
+}
+
 void execd_fs_fail(tk_req *r, tk_status st, const char *why)
 {
-    if (st == TK_EDENIED)
+    int e = errno;
+    if (st == TK_ERROR && execd_fs_errno_status(e) == 403)
+        tk_respond_error(r, 403, execd_fs_errno_code(e), "%s", why);
+    else if (st == TK_EDENIED)
         tk_respond_error(r, 400, "INVALID_PATH", "%s", why);
     else if (st == TK_ENOENT)
         tk_respond_error(r, 404, "FILE_NOT_FOUND", "file not found: %s", why);

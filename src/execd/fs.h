@@ -3,10 +3,12 @@
  * into confined relative paths (answering 400 with the rule otherwise),
  * FileInfo objects, permissions, and errors.
  *
- * Every operation works on fds beneath the workspace root (lib/pathsafe): a
- * path string is checked once, lexically, and from then on only fds and single
- * path components are handed to the kernel. Writes never follow a symlink;
- * reads follow only symlinks that stay inside the workspace.
+ * Every operation works on fds beneath execd's root (execd_cfg.root: the
+ * sandbox's own "/", or the workspace when confined; lib/pathsafe): a path
+ * string is checked once, lexically, and from then on only fds and single path
+ * components are handed to the kernel. Writes never follow a symlink; reads
+ * follow only symlinks that stay beneath the root. Relative paths are relative
+ * to the workspace.
  */
 #ifndef EXECD_FS_H
 #define EXECD_FS_H
@@ -18,12 +20,29 @@
 #include "lib/httpd.h"
 #include "lib/pathsafe.h"
 
+/* What request paths are resolved beneath now: the workspace once confined
+ * (execd_cfg.confined), else EXECD_ROOT. */
+const tk_pathsafe *execd_fs_root(void);
+
+/* The lexical step for execd: path (len bytes) into rel (rellen bytes), relative to
+ * execd_cfg.root; a relative path is taken relative to the workspace. TK_EDENIED
+ * with the rule in why otherwise. */
+tk_status execd_fs_path_rel(const char *path, size_t len, char *rel, size_t rellen, char *why,
+                            size_t whylen);
+
 /* Checks a request path (len bytes) into rel (TK_PATHSAFE_PATH_MAX). On a refusal
  * responds 400 INVALID_PATH naming the rule and returns -1. */
 int execd_fs_rel(tk_req *r, const char *path, size_t len, char *rel);
 
-/* Answers for a tk_pathsafe_* failure: 400 (a rule), 404 (missing) or 500. */
+/* Answers for a tk_pathsafe_* failure: 400 (a rule), 404 (missing), 403 (a
+ * read-only file system or no permission: errno EROFS, EACCES, EPERM) or 500. */
 void execd_fs_fail(tk_req *r, tk_status st, const char *why);
+
+/* The answer to a failed system call: 403 READ_ONLY_FILESYSTEM (EROFS: the
+ * sandbox's image is read-only, as for any process), 403 PERMISSION_DENIED
+ * (EACCES, EPERM), else 500 RUNTIME_ERROR. */
+int execd_fs_errno_status(int e);
+const char *execd_fs_errno_code(int e);
 
 /* Every value of a repeated query parameter (?path=a&path=b), decoded, into
  * out (at most max); returns how many. The strings live in the request. */

@@ -15,24 +15,40 @@
 #include "execd/code.h"
 #include "execd/execd.h"
 #include "execd/files.h"
+#include "execd/fs.h"
 #include "execd/metrics.h"
 #include "execd/proc.h"
 #include "execd/session.h"
 #include "lib/execd_port.h"
 #include "lib/httpd.h"
+#include "lib/json.h"
 #include "lib/log.h"
 #include "lib/prog.h"
 
 execd_config execd_cfg;
 
-static char *opt_listen, *opt_workspace, *opt_token, *opt_python;
+static char *opt_listen, *opt_workspace, *opt_root, *opt_confine, *opt_token, *opt_python;
+
+static int check_confine(const char *v, char *err, size_t errlen)
+{
+    if (strcmp(v, "none") == 0 || strcmp(v, "workspace") == 0)
+        return 0;
+    snprintf(err, errlen, "must be none or workspace");
+    return -1;
+}
 
 static tk_setting settings[] = {
     {"EXECD_LISTEN", "listen", TK_SET_STR, "0.0.0.0:" TK_EXECD_PORT_STR,
      "address to serve on (host:port or unix:/path)", .out = &opt_listen,
      .check = tk_config_check_listen},
     {"EXECD_WORKSPACE", "workspace", TK_SET_STR, "/workspace",
-     "the directory every path is confined to (and where commands start)", .out = &opt_workspace},
+     "where commands start and what relative paths are relative to", .out = &opt_workspace},
+    {"EXECD_ROOT", "root", TK_SET_STR, "/",
+     "every request path must lie beneath it (the sandbox's own filesystem view)",
+     .out = &opt_root},
+    {"EXECD_CONFINE", "confine", TK_SET_STR, "none",
+     "none: any path beneath EXECD_ROOT; workspace: every path confined to EXECD_WORKSPACE",
+     .out = &opt_confine, .check = check_confine},
     {"EXECD_ACCESS_TOKEN", "access-token", TK_SET_STR, NULL,
      "when set, every request must carry it in X-EXECD-ACCESS-TOKEN (else 401)",
      .flags = TK_SET_SECRET, .out = &opt_token},
@@ -84,6 +100,40 @@ static void ping(tk_req *r, void *ud)
     tk_respond_empty(r, 200);
 }
 
+static json_t *confine_state(void)
+{
+    return tk_json_obj("confine", json_string(execd_cfg.confined ? "workspace" : "none"), "root",
+                       json_string(execd_fs_root()->root), NULL);
+}
+
+/* GET /confine: what paths are resolved beneath now. */
+static void confine_get(tk_req *r, void *ud)
+{
+    tk_respond_json(r, 200, confine_state());
+}
+
+/* POST /confine {"confine": "workspace"} — ours, not upstream's: from now on
+ * every path of the command, session and file APIs is confined to the
+ * workspace. One way: nothing clears it for the life of this execd (tusko's own
+ * sandboxes ask for it at creation; "none" is refused). */
+static void confine_set(tk_req *r, void *ud)
+{
+    json_t *b = tk_req_json(r, 0);
+    if (!b)
+        return;
+    const char *to = tk_json_str(b, "confine");
+    if (!to || strcmp(to, "workspace") != 0) {
+        tk_respond_error(r, 400, "INVALID_REQUEST_BODY",
+                         "the body must be {\"confine\": \"workspace\"} (confinement is never "
+                         "lifted once set)");
+        return;
+    }
+    if (!execd_cfg.confined)
+        tk_info("main", "msg=\"paths confined to the workspace\" workspace=%s", execd_cfg.ws.root);
+    execd_cfg.confined = 1;
+    tk_respond_json(r, 200, confine_state());
+}
+
 /* DELETE /command?id= and DELETE /code?id= — as upstream, either interrupts
  * whatever the id names: a command, a bash session's run, a code context. */
 static void interrupt_any(tk_req *r, void *ud)
@@ -122,6 +172,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "tusko-execd: EXECD_WORKSPACE: %s\n", err);
         return 2;
     }
+    if (tk_pathsafe_init(&execd_cfg.root, opt_root, err, sizeof err) != TK_OK) {
+        fprintf(stderr, "tusko-execd: EXECD_ROOT: %s\n", err);
+        return 2;
+    }
+    {
+        char rel[TK_PATHSAFE_PATH_MAX], why[256];
+        if (tk_pathsafe_rel(&execd_cfg.root, execd_cfg.ws.root, strlen(execd_cfg.ws.root), rel,
+                            sizeof rel, why, sizeof why) != TK_OK) {
+            fprintf(stderr, "tusko-execd: EXECD_WORKSPACE %s is not beneath EXECD_ROOT %s\n",
+                    execd_cfg.ws.root, execd_cfg.root.root);
+            return 2;
+        }
+    }
+    execd_cfg.confined = strcmp(opt_confine, "workspace") == 0;
     execd_cfg.python = opt_python;
     if (opt_token && !*opt_token) {
         fprintf(stderr, "tusko-execd: EXECD_ACCESS_TOKEN is set but empty\n");
@@ -142,6 +206,8 @@ int main(int argc, char **argv)
     tk_route routes[] = {
         {"GET", "/healthz", tk_prog_healthz, (void *)&prog, TK_ROUTE_PUBLIC | TK_ROUTE_QUIET},
         {"GET", "/ping", ping, NULL, TK_ROUTE_QUIET},
+        {"GET", "/confine", confine_get, NULL, 0},
+        {"POST", "/confine", confine_set, NULL, 0},
         {"POST", "/command", execd_cmd_run, NULL, TK_ROUTE_BLOCKING},
         {"DELETE", "/command", interrupt_any, NULL, 0},
         {"GET", "/command/status/{id}", execd_cmd_status, NULL, 0},
@@ -184,8 +250,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "tusko-execd: %s\n", err);
         return 1;
     }
-    tk_info("main", "msg=\"listening\" url=%s workspace=%s auth=%s", tk_httpd_url(h),
-            execd_cfg.ws.root, opt_token ? "token" : "none");
+    tk_info("main", "msg=\"listening\" url=%s workspace=%s root=%s confine=%s auth=%s",
+            tk_httpd_url(h), execd_cfg.ws.root, execd_cfg.root.root, opt_confine,
+            opt_token ? "token" : "none");
     int sig = tk_prog_wait();
     tk_info("main", "msg=\"stopping\" signal=%d", sig);
     execd_cmd_shutdown(5000);
@@ -194,6 +261,7 @@ int main(int argc, char **argv)
     execd_metrics_shutdown();
     tk_httpd_stop(h);
     tk_pathsafe_close(&execd_cfg.ws);
+    tk_pathsafe_close(&execd_cfg.root);
     tk_config_free(settings, TK_ARRAY_LEN(settings));
     return 0;
 }

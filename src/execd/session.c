@@ -14,6 +14,7 @@
 #include "execd/env.h"
 #include "execd/events.h"
 #include "execd/execd.h"
+#include "execd/fs.h"
 #include "execd/lines.h"
 #include "execd/proc.h"
 #include "execd/sink.h"
@@ -751,9 +752,9 @@ void execd_session_run(tk_req *r, void *ud)
         }
         close(fd);
         char rel[TK_PATHSAFE_PATH_MAX], why[256], disp[TK_PATHSAFE_PATH_MAX + 8];
-        tk_pathsafe_rel(&execd_cfg.ws, json_string_value(cv), json_string_length(cv), rel,
-                        sizeof rel, why, sizeof why);
-        tk_pathsafe_display(&execd_cfg.ws, rel, disp, sizeof disp);
+        execd_fs_path_rel(json_string_value(cv), json_string_length(cv), rel, sizeof rel, why,
+                          sizeof why);
+        tk_pathsafe_display(execd_fs_root(), rel, disp, sizeof disp);
         cwd = tk_strdup(disp);
     }
     pthread_mutex_lock(&s_lock);

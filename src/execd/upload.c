@@ -106,7 +106,7 @@ static int on_begin(void *ud, const execd_mp_part *p, char *err, size_t errlen)
                       "a metadata part naming its path)%s%s",
                       "", NULL);
     char why[512];
-    tk_status st = tk_pathsafe_open_parent(&execd_cfg.ws, u->rel, TK_PATHSAFE_MKDIRS, &u->dfd,
+    tk_status st = tk_pathsafe_open_parent(execd_fs_root(), u->rel, TK_PATHSAFE_MKDIRS, &u->dfd,
                                            u->leaf, sizeof u->leaf, why, sizeof why);
     if (st != TK_OK) {
         u->dfd = -1;
@@ -123,8 +123,9 @@ static int on_begin(void *ud, const execd_mp_part *p, char *err, size_t errlen)
     u->fd = openat(u->dfd, u->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (u->fd < 0) {
         u->tmp[0] = '\0';
-        return refuse(u, 500, "RUNTIME_ERROR", err, errlen, "cannot create a file beside %s: %s",
-                      u->rel, strerror(errno));
+        int e = errno;
+        return refuse(u, execd_fs_errno_status(e), execd_fs_errno_code(e), err, errlen,
+                      "cannot create a file beside %s: %s", u->rel, strerror(e));
     }
     u->part = P_FILE;
     return 0;
@@ -173,8 +174,8 @@ static int end_meta(upload *u, char *err, size_t errlen)
                       "", NULL);
     }
     char why[512];
-    if (tk_pathsafe_rel(&execd_cfg.ws, json_string_value(pv), json_string_length(pv), u->rel,
-                        sizeof u->rel, why, sizeof why) != TK_OK) {
+    if (execd_fs_path_rel(json_string_value(pv), json_string_length(pv), u->rel, sizeof u->rel, why,
+                          sizeof why) != TK_OK) {
         json_t *shown = json_stringn(json_string_value(pv), TK_MIN(json_string_length(pv), 200));
         char *s = shown ? tk_json_dumps(shown) : tk_strdup("\"?\"");
         if (shown)
@@ -187,7 +188,7 @@ static int end_meta(upload *u, char *err, size_t errlen)
     if (!u->rel[0]) {
         json_decref(j);
         return refuse(u, 400, "INVALID_PATH", err, errlen,
-                      "the workspace root cannot be written as a file%s%s", "", NULL);
+                      "the root directory cannot be written as a file%s%s", "", NULL);
     }
     char perm_err[300];
     if (execd_fs_perm_parse(j, &u->perm, perm_err, sizeof perm_err) != 0) {

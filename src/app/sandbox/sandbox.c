@@ -14,6 +14,7 @@
 #include "app/auth/auth.h"
 #include "app/sandbox/lifecycle.h"
 #include "lib/execd_port.h"
+#include "lib/httpc.h"
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/tktime.h"
@@ -277,6 +278,30 @@ static void sleep_or_cancel(const sandbox_session *s, int ms)
 }
 
 /* Creates the remote sandbox for our reserved row; fills out. */
+static void delete_remote(const char *remote_id);
+
+/* Asks the new sandbox's execd to confine every path of its command, session
+ * and file APIs to /workspace from now on (POST /confine, one way). Anything
+ * but its confirmation is TK_ERROR: the sandbox must not be used. */
+static tk_status confine_execd(const sandbox_handle *h, char *err, size_t errlen)
+{
+    long status = 0;
+    json_t *out = NULL;
+    char *url = tk_asprintf("%s/confine", h->execd_url ? h->execd_url : "");
+    tk_status st = tk_httpc_json("POST", url, NULL, (const char *const *)h->headers,
+                                 tk_json_obj("confine", json_string("workspace"), NULL), 15000,
+                                 &status, &out, err, errlen);
+    free(url);
+    const char *got = out ? tk_json_str(out, "confine") : NULL;
+    int ok = st == TK_OK && status == 200 && got && strcmp(got, "workspace") == 0;
+    json_decref(out);
+    if (ok)
+        return TK_OK;
+    if (st == TK_OK)
+        snprintf(err, errlen, "execd did not confirm workspace confinement (HTTP %ld)", status);
+    return TK_ERROR;
+}
+
 static tk_status create_remote(PGconn *c, const sandbox_session *s, sandbox_handle *out, char *err,
                                size_t errlen)
 {
@@ -362,6 +387,16 @@ static tk_status create_remote(PGconn *c, const sandbox_session *s, sandbox_hand
     sandbox_handle_free(out);
     out->execd_url = execd_base(ep);
     out->headers = execd_headers(hdrs);
+    /* Defense in depth: besides the client's own check of every path
+     * (agent_ws_path, app/workspace.h), execd itself keeps tusko's sandboxes to /workspace.
+     * Fail closed: a sandbox that did not confirm is deleted, never used. */
+    char cerr[300];
+    if (confine_execd(out, cerr, sizeof cerr) != TK_OK) {
+        snprintf(err, errlen, "the new sandbox refused workspace confinement: %s", cerr);
+        sandbox_lifecycle_resp_free(&r);
+        delete_remote(out->remote_id);
+        return TK_ERROR;
+    }
     char *hs = hdrs ? tk_json_dumps(hdrs) : tk_strdup("{}");
     const char *p[] = {out->id, out->execd_url, hs};
     tk_status st = tk_pg_exec(c,

@@ -148,8 +148,12 @@ describe('the sandbox lane', () => {
     assert.equal(dl.json.size, 19);
     // another user cannot fetch it
     assert.equal((await api(base, dl.json.url, { headers: alice.auth })).status, 404);
-    // reap the sandbox and delete the chat: the download is still served
+    // defense in depth: tusko asked the sandbox's execd for workspace confinement
     const [sb] = await remoteOf(bob);
+    const conf = await execd(sb.id, 'GET', '/confine');
+    assert.deepEqual(conf.json, { confine: 'workspace', root: '/workspace' });
+    assert.equal((await execd(sb.id, 'POST', '/command', { command: 'pwd', cwd: '/tmp' })).status, 400);
+    // reap the sandbox and delete the chat: the download is still served
     assert.equal((await sbx.api.del(sb.id)).status, 204);
     assert.equal((await api(base, `/api/sessions/${sid}`, { method: 'DELETE', headers: bob.auth })).status, 204);
     const got = await fetch(base + dl.json.url, { headers: bob.auth });

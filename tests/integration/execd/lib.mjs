@@ -71,11 +71,14 @@ export function checkResponse(method, p, res) {
 
 // ---------- the daemon ----------
 
-// homeIsWorkspace: HOME=the workspace, as for the sandbox user.
+// homeIsWorkspace: HOME=the workspace, as for the sandbox user. On the host the
+// daemon is confined to its temporary workspace (EXECD_CONFINE=workspace, the
+// mode of tusko's own sandboxes) unless env says otherwise: root.test.mjs gives
+// it a whole (temporary) root instead.
 export async function startExecd({ env = {}, workspace, homeIsWorkspace = false } = {}) {
   const ws = workspace || tmpdir('tusko-execd-ws-');
   const prog = await startProgram('tusko-execd', {
-    env: { EXECD_LISTEN: '127.0.0.1:0', EXECD_WORKSPACE: ws, EXECD_ACCESS_TOKEN: TOKEN, ...(homeIsWorkspace ? { HOME: ws } : {}), ...env },
+    env: { EXECD_LISTEN: '127.0.0.1:0', EXECD_WORKSPACE: ws, EXECD_CONFINE: 'workspace', EXECD_ACCESS_TOKEN: TOKEN, ...(homeIsWorkspace ? { HOME: ws } : {}), ...env },
   });
   const stop = prog.stop;
   prog.stop = async (...a) => {
