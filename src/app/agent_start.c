@@ -20,6 +20,7 @@
 #include "app/agent/turn.h"
 #include "app/app.h"
 #include "app/notify/notify.h"
+#include "app/notify/notify_tools.h"
 #include "app/sandbox/sandbox.h"
 #include "app/schedules/schedules_runner.h"
 #include "app/schedules/schedules_tools.h"
@@ -41,6 +42,7 @@ static void (*const tool_families[])(void) = {
     agent_subagent_tools_register, /* delegate_subagent */
     tools_skills_register,    /* list_skills, activate_skill, read_skill_file, run_skill_script */
     schedules_tools_register, /* schedule_task, list_schedules, cancel_schedule */
+    notify_tools_register,    /* notify_user */
 };
 
 static int started;

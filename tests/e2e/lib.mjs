@@ -53,19 +53,7 @@ export async function startStack({ sandbox = false, scenarios = {}, env = {}, ta
     ...extra,
     ...env,
   };
-  const tusko = await startProgram('tusko', {
-    env: {
-      DATABASE_URL: pg.url,
-      TUSKO_LISTEN: '127.0.0.1:0',
-      TUSKO_MODELS: 'openai:gpt-4o-mini,anthropic:claude-sonnet-4',
-      OPENAI_BASE_URL: `${ms.url}/v1`,
-      OPENAI_API_KEY: 'sk-e2e',
-      ANTHROPIC_BASE_URL: ms.url,
-      ANTHROPIC_API_KEY: 'sk-ant-e2e',
-      ...extra,
-      ...env,
-    },
-  });
+  const tusko = await startProgram('tusko', { env: { DATABASE_URL: pg.url, ...tuskoEnv } });
   const addUser = (email) => {
     const r = runProgram('tusko', ['user', 'add', '--email', email, '--password-stdin'], { env: { DATABASE_URL: pg.url }, input: PASSWORD + '\n' });
     assert.equal(r.code, 0, `user add ${email}: ${r.stderr}`);

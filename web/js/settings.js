@@ -1,10 +1,11 @@
 // The settings page (/settings): the theme, the account (who is signed in,
-// how; sign out), the skills (skills.js), and what this server offers (whether the agent may write
+// how; sign out), the skills (skills.js), Telegram (telegram.js), and what this server offers (whether the agent may write
 // and run code, and the settings it lacks when not; the models; the tools by
 // lane, as the server declares them). Everything but the theme is the server's: shown, not changed here.
 import { h, icon } from './html.js';
 import { initTheme } from './theme.js';
 import { SkillsSection } from './skills.js';
+import { TelegramSection } from './telegram.js';
 import { laneBadge } from './ui.js';
 
 export class SettingsView {
@@ -16,10 +17,12 @@ export class SettingsView {
     this.tools = h('div.table-wrap');
     this.signOut = h('button.btn', { type: 'button', onclick: onSignOut }, icon('signout'), 'Sign out');
     this.skills = new SkillsSection();
+    this.telegram = new TelegramSection();
     root.append(
       section('Appearance', 'settings-appearance', h('div.settings-row', {}, h('label', { for: 'settings-theme', text: 'Theme' }), this.theme)),
       section('Account', 'settings-account', this.account, this.signOut),
       this.skills.el,
+      this.telegram.el,
       section('This server', 'settings-server', this.server, this.tools),
     );
   }
@@ -27,6 +30,7 @@ export class SettingsView {
   // me: GET /api/me; models: GET /api/models's list; agent: GET /api/agent.
   render(me, models, agent) {
     this.skills.load();
+    this.telegram.load();
     this.account.replaceChildren(...pair('Email', me.email || 'API token'), ...pair('Signed in with', me.auth === 'token' ? 'an API token' : 'a session in this browser'));
     const ex = me.execution || {};
     this.server.replaceChildren(

@@ -41,9 +41,14 @@ static const notify_config *cfg(void)
     return &app_get()->cfg->notify;
 }
 
-static int enabled(void)
+int notify_enabled(void)
 {
     return cfg()->token && *cfg()->token;
+}
+
+static int enabled(void)
+{
+    return notify_enabled();
 }
 
 /* Waits ms, or until stopping, a wake-up, or c's socket (may be NULL) has data. */
@@ -257,6 +262,11 @@ static void *poller_main(void *arg)
     (void)arg;
     PGconn *c = NULL;
     int locked = 0;
+    /* every instance learns the bot's name once, so GET /api/notify/telegram
+     * can show it before anyone asks for a link code (a failure is logged;
+     * asking for a code tries again) */
+    char bot[64];
+    (void)bot_name(bot, sizeof bot);
     while (!N.stopping) {
         if (!hold(&c, &locked, "telegram poller", NULL, POLLER_LOCK_SQL))
             continue;

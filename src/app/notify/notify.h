@@ -27,6 +27,9 @@
  * many times (backing off 2, 4, ... s) before it is given up. */
 #define NOTIFY_ATTEMPTS_MAX 10
 
+/* Whether TELEGRAM_BOT_TOKEN is set (the feature is on). */
+int notify_enabled(void);
+
 /* Starts the poller and the sender when TELEGRAM_BOT_TOKEN is set. */
 tk_status notify_start(char *err, size_t errlen);
 void notify_stop(void);

@@ -2,6 +2,7 @@
 #include "app/schedules/schedules.h"
 
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -166,6 +167,11 @@ static int check_fields(const schedules_new *n, char *err, size_t errlen)
         snprintf(err, errlen, "missed_policy: skip or run_once");
         return -1;
     }
+    if (n->alert_after < -1 || n->alert_after > SCHEDULES_ALERT_AFTER_MAX) {
+        snprintf(err, errlen, "alert_after: a whole number from 0 (no alerts) to %d",
+                 SCHEDULES_ALERT_AFTER_MAX);
+        return -1;
+    }
     return 0;
 }
 
@@ -191,9 +197,11 @@ tk_status schedules_create(PGconn *c, const char *user_id, const schedules_new *
         return TK_EINVAL;
     }
     schedules_format_utc(next, nexts, sizeof nexts);
-    char id[TK_UUID_LEN], max[24];
+    char id[TK_UUID_LEN], max[24], alert[16];
     tk_uuid7(id);
     snprintf(max, sizeof max, "%lld", (long long)cfg->per_user_max);
+    snprintf(alert, sizeof alert, "%d",
+             n->alert_after < 0 ? SCHEDULES_ALERT_AFTER_DEFAULT : n->alert_after);
     const char *p[] = {id,
                        user_id,
                        n->name ? n->name : "",
@@ -204,11 +212,14 @@ tk_status schedules_create(PGconn *c, const char *user_id, const schedules_new *
                        n->paused ? "true" : "false",
                        n->missed_policy ? n->missed_policy : "skip",
                        nexts,
-                       max};
+                       max,
+                       alert,
+                       n->pause_after_alert > 0 ? "true" : "false"};
     PGresult *res = tk_pg_query(c,
                                 "SELECT outcome FROM tusko_schedule_create($1, $2, $3, $4, $5, $6, "
-                                "$7, $8::boolean, $9, $10::timestamptz, $11::int)",
-                                11, p);
+                                "$7, $8::boolean, $9, $10::timestamptz, $11::int, $12::int, "
+                                "$13::boolean)",
+                                13, p);
     tk_status st = TK_ERROR;
     if (tk_pg_ok(res) && PQntuples(res) == 1) {
         const char *o = PQgetvalue(res, 0, 0);
@@ -315,8 +326,9 @@ tk_status schedules_update(PGconn *c, const char *user_id, const char *id, const
         snprintf(err, errlen, "the body must be a JSON object");
         return TK_EINVAL;
     }
-    static const char *const known[] = {"name",   "prompt",        "cron",   "timezone",
-                                        "notify", "missed_policy", "paused", NULL};
+    static const char *const known[] = {
+        "name",          "prompt", "cron",        "timezone",          "notify",
+        "missed_policy", "paused", "alert_after", "pause_after_alert", NULL};
     const char *key;
     json_t *val;
     json_object_foreach((json_t *)patch, key, val)
@@ -339,7 +351,10 @@ tk_status schedules_update(PGconn *c, const char *user_id, const char *id, const
                        .zone = tk_json_str(cur, "timezone"),
                        .notify = tk_json_str(cur, "notify"),
                        .missed_policy = tk_json_str(cur, "missed_policy"),
-                       .paused = json_is_true(json_object_get(cur, "paused"))};
+                       .paused = json_is_true(json_object_get(cur, "paused")),
+                       .alert_after = (int)json_integer_value(json_object_get(cur, "alert_after")),
+                       .pause_after_alert =
+                           json_is_true(json_object_get(cur, "pause_after_alert"))};
     int was_paused = n.paused;
     int rc = 0, cron_changed = 0, zone_changed = 0;
     const char *cron = n.cron, *zone = n.zone;
@@ -362,11 +377,31 @@ tk_status schedules_update(PGconn *c, const char *user_id, const char *id, const
     }
     if (pz)
         n.paused = json_is_true(pz);
+    json_t *aa = json_object_get(patch, "alert_after");
+    json_t *pa = json_object_get(patch, "pause_after_alert");
+    if (aa && !json_is_integer(aa)) {
+        snprintf(err, errlen, "alert_after: a whole number from 0 (no alerts) to %d",
+                 SCHEDULES_ALERT_AFTER_MAX);
+        json_decref(cur);
+        return TK_EINVAL;
+    }
+    if (pa && !json_is_boolean(pa)) {
+        snprintf(err, errlen, "pause_after_alert: true or false");
+        json_decref(cur);
+        return TK_EINVAL;
+    }
+    if (aa) /* out of int's range is out of range: check_fields says so */
+        n.alert_after = json_integer_value(aa) < 0 || json_integer_value(aa) > INT_MAX
+                            ? INT_MAX
+                            : (int)json_integer_value(aa);
+    if (pa)
+        n.pause_after_alert = json_is_true(pa);
     tk_status out_st = TK_EINVAL;
     if (check_fields(&n, err, errlen) != 0)
         goto done;
     int recompute = cron_changed || zone_changed || (was_paused && !n.paused);
-    char nexts[40];
+    char nexts[40], alert[16];
+    snprintf(alert, sizeof alert, "%d", n.alert_after);
     int has_next = 1;
     if (recompute) {
         int64_t now = schedules_db_now(c), next = 0;
@@ -393,14 +428,18 @@ tk_status schedules_update(PGconn *c, const char *user_id, const char *id, const
                        n.missed_policy,
                        n.paused ? "true" : "false",
                        recompute ? "1" : "0",
-                       recompute && has_next ? nexts : NULL};
+                       recompute && has_next ? nexts : NULL,
+                       alert,
+                       n.pause_after_alert ? "true" : "false"};
+    /* a schedule no longer paused has no reason to be */
     PGresult *res = tk_pg_query(
         c,
         "UPDATE schedules SET name = $3, prompt = $4, cron = $5, zone = $6, notify = $7, "
         "missed_policy = $8, paused = $9::boolean, next_run_at = CASE WHEN $10 = '1' THEN "
-        "$11::timestamptz ELSE next_run_at END, updated_at = now() WHERE id = $1 AND user_id = $2 "
-        "AND deleted_at IS NULL",
-        11, p);
+        "$11::timestamptz ELSE next_run_at END, alert_after = $12::int, pause_after_alert = "
+        "$13::boolean, paused_reason = CASE WHEN $9::boolean THEN paused_reason END, updated_at = "
+        "now() WHERE id = $1 AND user_id = $2 AND deleted_at IS NULL",
+        13, p);
     if (tk_pg_ok(res))
         out_st = strtol(PQcmdTuples(res), NULL, 10) == 1 ? TK_OK : TK_ENOENT;
     else if (strcmp(tk_pg_sqlstate(res), "22023") == 0)

@@ -26,6 +26,9 @@
 #define SCHEDULES_INTERVAL_SAMPLES 1000
 #define SCHEDULES_PROMPT_MAX       32000
 #define SCHEDULES_NAME_MAX         200
+/* Failed runs in a row that send an alert: the default and the most. */
+#define SCHEDULES_ALERT_AFTER_DEFAULT 3
+#define SCHEDULES_ALERT_AFTER_MAX     100
 
 typedef struct {
     tk_cron cron;
@@ -57,6 +60,8 @@ typedef struct {
     const char *notify;        /* always | failure | never; NULL: failure */
     const char *missed_policy; /* skip | run_once; NULL: skip */
     int paused;
+    int alert_after;       /* failed runs in a row that send an alert (0: none); -1: 3 */
+    int pause_after_alert; /* 1: the alert pauses the schedule; -1: no */
 } schedules_new;
 
 /* Checks and stores a schedule of user_id (the per-user cap, the shortest
@@ -83,8 +88,9 @@ tk_status schedules_delete(PGconn *c, const char *user_id, const char *id);
 #define SCHEDULES_JSON_SQL                                                                         \
     "jsonb_build_object('id', s.id, 'name', s.name, 'prompt', s.prompt, 'cron', s.cron, "          \
     "'timezone', s.zone, 'notify', s.notify, 'paused', s.paused, 'missed_policy', "                \
-    "s.missed_policy, 'next_run_at', s.next_run_at, 'created_at', s.created_at, 'updated_at', "    \
-    "s.updated_at)::text"
+    "s.missed_policy, 'alert_after', s.alert_after, 'pause_after_alert', s.pause_after_alert, "    \
+    "'paused_reason', s.paused_reason, 'next_run_at', s.next_run_at, 'created_at', s.created_at, " \
+    "'updated_at', s.updated_at)::text"
 
 /* Parses a row's JSON text and adds "next_fires" (computed after now_s); NULL
  * on bad JSON. */

@@ -89,6 +89,23 @@ static void h_create(tk_req *r, void *ud)
         return;
     }
     n.paused = json_is_true(pz);
+    json_t *aa = json_object_get(body, "alert_after");
+    json_t *pa = json_object_get(body, "pause_after_alert");
+    n.alert_after = -1;
+    n.pause_after_alert = json_is_true(pa);
+    if (aa && (!json_is_integer(aa) || json_integer_value(aa) < 0 ||
+               json_integer_value(aa) > SCHEDULES_ALERT_AFTER_MAX)) {
+        tk_respond_error(r, 400, "INVALID_SCHEDULE",
+                         "alert_after: a whole number from 0 (no alerts) to %d",
+                         SCHEDULES_ALERT_AFTER_MAX);
+        return;
+    }
+    if (aa)
+        n.alert_after = (int)json_integer_value(aa);
+    if (pa && !json_is_boolean(pa)) {
+        tk_respond_error(r, 400, "INVALID_SCHEDULE", "pause_after_alert: true or false");
+        return;
+    }
     PGconn *c = db(r);
     if (!c)
         return;

@@ -29,7 +29,8 @@ static void run_schedule_task(agent_call *call, const json_t *args, agent_result
                        .cron = tk_json_str(args, "cron"),
                        .zone = tk_json_str(args, "timezone"),
                        .notify = tk_json_str(args, "notify"),
-                       .name = tk_json_str(args, "name")};
+                       .name = tk_json_str(args, "name"),
+                       .alert_after = -1};
     if (!n.prompt || !n.cron) {
         agent_result_error(out, "\"prompt\" and \"cron\" are required strings");
         return;

@@ -97,9 +97,12 @@ describe('GET /api/agent', () => {
         .sort();
     assert.deepEqual(names(withExec), await offeredToModel(on, u, 'on'));
     assert.deepEqual(names(without), await offeredToModel(off, uOff, 'off'));
-    // with execution off, exactly the sandbox lane is not offered
+    // without Telegram (neither stack has TELEGRAM_BOT_TOKEN) notify_user is offered to no one
+    for (const c of [withExec, without]) assert.equal(c.tools.find((t) => t.name === 'notify_user')?.offered, false);
+    // with execution off, exactly the sandbox lane is not offered (besides notify_user)
+    const notOffered = without.tools.filter((t) => !t.offered && t.name !== 'notify_user');
     assert.deepEqual(
-      without.tools.filter((t) => !t.offered).map((t) => t.lane),
+      notOffered.map((t) => t.lane),
       without.tools.filter((t) => t.lane === 'sandbox').map(() => 'sandbox'),
     );
     assert.ok(without.tools.some((t) => t.lane === 'sandbox'), 'the sandbox tools are declared, not offered');
@@ -128,6 +131,7 @@ describe('GET /api/agent', () => {
       row('schedule_task', 'fast', false),
       row('list_schedules', 'fast', false),
       row('cancel_schedule', 'fast', false),
+      row('notify_user', 'fast', false, false),
     ];
     assert.deepEqual((await catalog(on, u)).tools, expected(true));
     assert.deepEqual((await catalog(off, uOff)).tools, expected(false));

@@ -277,7 +277,8 @@ describe('chat sessions: error answers and pages', () => {
     assert.deepEqual([j.messages.map((m) => m.content), j.has_more], [['m2'], false]);
     // GET and PATCH answer the row itself
     const got = (await api(t.tusko.url, `/api/sessions/${sid}`, { headers: dana.auth })).json;
-    assert.deepEqual(Object.keys(got).sort(), ['created_at', 'id', 'model', 'title', 'updated_at']);
+    assert.deepEqual(Object.keys(got).sort(), ['created_at', 'id', 'model', 'origin', 'schedule_id', 'title', 'updated_at']);
+    assert.deepEqual([got.origin, got.schedule_id], ['user', null]);
     const patched = await api(t.tusko.url, `/api/sessions/${sid}`, { method: 'PATCH', json: { title: 'renamed' }, headers: dana.auth });
     assert.equal(patched.status, 200);
     assert.deepEqual({ ...patched.json, updated_at: 0 }, { ...got, title: 'renamed', updated_at: 0 });

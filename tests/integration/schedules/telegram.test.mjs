@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { startPostgres, startProgram, stopAll } from '../../lib/harness.mjs';
 import { startTelegramStandin } from '../../lib/telegram-standin.mjs';
-import { api, makeUser, startModels, tuskoEnv, until } from '../agent/lib.mjs';
+import { api, makeUser, newSession, startModels, turn, tuskoEnv, until } from '../agent/lib.mjs';
 
 const TOKEN = '123456789:AAH-test-token-Zx9yW8vU7tS6rQ5pO4nM';
 const ALICE_CHAT = 710001;
@@ -24,7 +24,18 @@ describe('telegram', () => {
   const replyTo = (chat, re, what) => until(() => tg.to(chat).find((m) => !m.refused && re.test(m.text)), { timeoutMs: 15000, what });
 
   before(async () => {
-    ms = await startModels({});
+    ms = await startModels({
+      scenarios: {
+        // notify_user twice in one turn: the first is queued, the second refused
+        notify: {
+          on_exhausted: 'repeat',
+          steps: [
+            { tool_calls: [{ name: 'notify_user', arguments: { text: 'The report is ready: 3 <new> items & more' } }, { name: 'notify_user', arguments: { text: 'a second one' } }] },
+            { text: 'Sent: {{tool_result}}' },
+          ],
+        },
+      },
+    });
     pg = await startPostgres('telegram');
     tg = await startTelegramStandin({ token: TOKEN });
     tusko = await startProgram('tusko', { env: tuskoEnv(pg, ms, { TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_API_URL: tg.url, TELEGRAM_POLL_TIMEOUT: '1s' }) });
@@ -147,6 +158,57 @@ describe('telegram', () => {
     await until(async () => (await api(base, `/api/schedules/${q.json.id}/runs`, { headers: alice.auth })).json.runs.some((r) => r.status === 'succeeded'), { what: 'the quiet run' });
     await new Promise((ok) => setTimeout(ok, 1500));
     assert.equal(tg.to(ALICE_CHAT).length, n);
+  });
+
+  test('notify_user: a turn sends one message to the linked chat, escaped; a second in the same turn is refused', async () => {
+    const sid = await newSession(base, alice);
+    const before = tg.to(ALICE_CHAT).length;
+    const t = await turn(base, alice, sid, 'tell me on telegram #scenario:notify');
+    assert.equal(t.end.state, 'done');
+    const ends = t.events.filter((e) => e.event === 'tool_end' && e.json.name === 'notify_user').map((e) => [e.json.ok, e.json.result]);
+    assert.deepEqual(ends, [
+      [true, "queued for the user's Telegram chat (41 characters)"],
+      [false, 'a message was sent already in this turn (one a turn)'],
+    ]);
+    const m = await replyTo(ALICE_CHAT, /^The report is ready/, 'the notify_user message');
+    assert.equal(m.text, 'The report is ready: 3 &lt;new&gt; items &amp; more');
+    await new Promise((ok) => setTimeout(ok, 1500));
+    assert.equal(tg.to(ALICE_CHAT).length, before + 1, 'exactly one message');
+    assert.equal(pg.rows(`SELECT count(*) FROM telegram_outbox WHERE turn_id IS NOT NULL`)[0][0], "1");
+  });
+
+  test('alert_after: three failed runs in a row send one alert and, with pause_after_alert, pause the schedule', async () => {
+    const bad = await api(base, '/api/schedules', { headers: alice.auth, json: { prompt: 'x', cron: '0 6 * * *', alert_after: 101 } });
+    assert.equal(bad.status, 400);
+    assert.match(bad.json.message, /alert_after: a whole number from 0 \(no alerts\) to 100/);
+    const s = await api(base, '/api/schedules', { headers: alice.auth, json: { name: 'flaky', prompt: 'f #scenario:http-500', cron: '0 6 * * *', notify: 'never', alert_after: 3, pause_after_alert: true } });
+    assert.equal(s.status, 201, s.text);
+    assert.deepEqual([s.json.alert_after, s.json.pause_after_alert, s.json.paused_reason], [3, true, null]);
+    const id = s.json.id;
+    const failedRuns = async () => (await api(base, `/api/schedules/${id}/runs`, { headers: alice.auth })).json.runs.filter((r) => r.status === 'failed').length;
+    for (let i = 1; i <= 3; i++) {
+      const rn = await api(base, `/api/schedules/${id}/run`, { method: 'POST', headers: alice.auth });
+      assert.equal(rn.status, 202, rn.text);
+      await until(async () => (await failedRuns()) >= i, { timeoutMs: 30000, what: `failed run ${i}` });
+      if (i < 3) assert.equal((await api(base, `/api/schedules/${id}`, { headers: alice.auth })).json.paused, false, `not paused after ${i}`);
+    }
+    const alert = await replyTo(ALICE_CHAT, /^Alert: schedule "flaky" failed 3 times in a row/, 'the alert');
+    assert.match(alert.text, /It is paused now; resume it in Schedules\.$/);
+    const got = (await api(base, `/api/schedules/${id}`, { headers: alice.auth })).json;
+    assert.equal(got.paused, true);
+    assert.equal(got.paused_reason, 'paused after 3 failed runs in a row');
+    // a fourth failure (run now works while paused) sends no second alert
+    await api(base, `/api/schedules/${id}/run`, { method: 'POST', headers: alice.auth });
+    await until(async () => (await failedRuns()) >= 4, { timeoutMs: 30000, what: 'failed run 4' });
+    await new Promise((ok) => setTimeout(ok, 1500));
+    assert.equal(tg.to(ALICE_CHAT).filter((m) => /^Alert: schedule "flaky"/.test(m.text)).length, 1, 'one alert a streak');
+    // resuming clears the reason
+    const res = await api(base, `/api/schedules/${id}`, { method: 'PATCH', headers: alice.auth, json: { paused: false } });
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual([res.json.paused, res.json.paused_reason], [false, null]);
+    const off = await api(base, `/api/schedules/${id}`, { method: 'PATCH', headers: alice.auth, json: { alert_after: 0, pause_after_alert: 'yes' } });
+    assert.equal(off.status, 400);
+    assert.match(off.json.message, /pause_after_alert: true or false/);
   });
 
   test('403 (the bot blocked) marks the link inactive; /stop unlinks; the token is in no log', async () => {
