@@ -66,9 +66,14 @@ describe('the Schedules page', () => {
     await page.locator('#sched-prompt').fill('digest #scenario:text');
     await page.locator('#sched-cron').fill('30 7 * * *');
     await preview.locator('.sched-words', { hasText: 'every day at 07:30, Europe/Berlin' }).waitFor();
+    await page.locator('#sched-notify').selectOption('always');
+    await page.locator('#sched-pause-after').check();
     await page.locator('.sched-form button[type="submit"]').click();
     const item = page.locator('#sched-list li.sched-item', { hasText: 'Daily digest' });
     await item.waitFor();
+    // what the form sent
+    const saved = await page.evaluate(async () => (await (await fetch('/api/schedules')).json()).schedules.find((x) => x.name === 'Daily digest'));
+    assert.deepEqual([saved.notify, saved.pause_after_alert, saved.alert_after], ['always', true, 3]);
     assert.equal(await item.locator('ol.sched-fires li').count(), 5);
     assert.match(await item.locator('.sched-expr').innerText(), /30 7 \* \* \* · every day at 07:30, Europe\/Berlin/);
 
@@ -96,6 +101,7 @@ describe('the Schedules page', () => {
     const it = page.locator('#sched-list li.sched-item', { hasText: 'Daily digest' });
     await it.locator('button', { hasText: 'Pause' }).click();
     await page.locator('#sched-list li.sched-item[data-paused="true"] .sched-badge', { hasText: 'paused' }).waitFor();
+    assert.match(await it.locator('.sched-paused').innerText(), /^Paused: Nothing fires until it is resumed/);
     await page.locator('#sched-list li.sched-item button', { hasText: 'Resume' }).click();
     await page.locator('#sched-list li.sched-item[data-paused="false"] ol.sched-fires').waitFor();
   });

@@ -36,6 +36,8 @@ export class SchedulesView {
     this.cron = h('input', { id: 'sched-cron', type: 'text', value: '0 9 * * mon-fri', spellcheck: 'false', autocomplete: 'off' });
     this.tz = h('input', { id: 'sched-tz', type: 'text', value: this.zone, spellcheck: 'false', autocomplete: 'off' });
     this.missed = h('select', { id: 'sched-missed' }, h('option', { value: 'skip', text: 'skip them (record them as missed)' }), h('option', { value: 'run_once', text: 'run the newest once' }));
+    this.notify = h('select', { id: 'sched-notify' }, h('option', { value: 'failure', text: 'when a run fails' }), h('option', { value: 'always', text: 'after every run' }), h('option', { value: 'never', text: 'never' }));
+    this.pauseAfter = h('input', { id: 'sched-pause-after', type: 'checkbox' });
     this.preview = h('div.sched-preview', { id: 'sched-preview', 'aria-live': 'polite' });
     this.createBtn = h('button.btn.primary', { type: 'submit' }, icon('plus'), 'Create schedule');
     this.form = h(
@@ -46,6 +48,7 @@ export class SchedulesView {
       field('Prompt', this.prompt),
       h('div.sched-row', {}, field('When (cron)', this.cron, 'minute hour day month weekday, @daily, or a time like 2026-12-24T09:00:00+01:00'), field('Time zone', this.tz)),
       field('Missed while the server was down', this.missed),
+      h('div.sched-row', {}, field('Tell me on Telegram', this.notify), h('label.sched-check', {}, this.pauseAfter, ' Pause it after 3 failed runs in a row (an alert goes to Telegram either way)')),
       this.preview,
       this.createBtn,
     );
@@ -100,7 +103,7 @@ export class SchedulesView {
     try {
       await api('/api/schedules', {
         method: 'POST',
-        json: { name: this.name.value.trim() || undefined, prompt: this.prompt.value, cron: this.cron.value.trim(), timezone: this.tz.value.trim(), missed_policy: this.missed.value },
+        json: { name: this.name.value.trim() || undefined, prompt: this.prompt.value, cron: this.cron.value.trim(), timezone: this.tz.value.trim(), missed_policy: this.missed.value, notify: this.notify.value, pause_after_alert: this.pauseAfter.checked },
       });
       this.name.value = '';
       this.prompt.value = '';
@@ -147,7 +150,7 @@ export class SchedulesView {
       ),
       h('p.sched-expr', {}, h('code', { text: s.cron }), ' · ', words || s.timezone),
       h('p.muted.sched-prompt', { text: s.prompt }),
-      s.paused ? h('p.muted', { text: 'Paused: nothing fires until it is resumed (the slots it was paused over are not run).' }) : this.firesList(s.next_fires || [], s.timezone),
+      s.paused ? h('p.muted.sched-paused', { text: `${s.paused_reason ? `Paused: ${s.paused_reason}.` : 'Paused:'} Nothing fires until it is resumed (the slots it was paused over are not run).` }) : this.firesList(s.next_fires || [], s.timezone),
       runs,
     );
   }
