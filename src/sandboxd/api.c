@@ -3,6 +3,7 @@
 #include "sandboxd/api.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -63,9 +64,6 @@ int sbx_api_parse_create(sbx_api *api, const json_t *b, sbx_service_create_req *
     if ((v = json_object_get(b, "snapshotId")) && !json_is_null(v))
         BAD("snapshotId: snapshots are not supported by this service; create from image \"%s\"",
             SBX_IMAGE_NAME);
-    if ((v = json_object_get(b, "volumes")) && !json_is_null(v) &&
-        !(json_is_array(v) && json_array_size(v) == 0))
-        BAD("volumes are not supported by this service (the sandbox has a private /workspace)");
     if ((v = json_object_get(b, "credentialProxy")) && json_is_object(v) &&
         tk_json_bool_or(v, "enabled", 0))
         BAD("credentialProxy is not supported by this service");
@@ -203,6 +201,21 @@ int sbx_api_parse_create(sbx_api *api, const json_t *b, sbx_service_create_req *
             BAD("networkPolicy: outbound network access is not available here; sandboxes have no "
                 "network (leave networkPolicy out or use defaultAction deny without allow rules)");
     }
+    /* volumes (last: the only part that allocates) */
+    sbx_volume_policy vp = {.host_allow = svc->cfg.host_volume_allow,
+                            .state_dir = svc->cfg.state_dir};
+    int vst = sbx_volume_parse_all(json_object_get(b, "volumes"), req->metadata, &vp, &req->volumes,
+                                   msg, msglen);
+    if (vst) {
+        *code = vst == 403 ? "FORBIDDEN" : vst == 404 ? "NOT_FOUND" : "INVALID_REQUEST";
+        return vst;
+    }
+    if (req->volumes && svc->cfg.runtime && strcmp(svc->cfg.runtime, "kubernetes") == 0) {
+        free(req->volumes);
+        req->volumes = NULL;
+        BAD("volumes are not supported by the kubernetes runtime yet (native and docker serve "
+            "them)");
+    }
     return 0;
 }
 
@@ -226,7 +239,9 @@ static void h_create(tk_req *r, void *ud)
     int pooled;
     sbx_service_result res;
     int64_t t0 = tk_mono_ns();
-    if (sbx_service_create(a->svc, &req, &s, &pooled, &res) != TK_OK) {
+    tk_status cst = sbx_service_create(a->svc, &req, &s, &pooled, &res);
+    free(req.volumes);
+    if (cst != TK_OK) {
         respond_result(r, &res);
         return;
     }
@@ -358,6 +373,42 @@ static void h_renew(tk_req *r, void *ud)
     tk_respond_json(r, 200, tk_json_obj("expiresAt", json_string(buf), NULL));
 }
 
+/* DELETE /v1/volumes/{claimName}?owner= — ours: removes a named volume of the
+ * owner (the `user` metadata its sandboxes were created with; "_default"
+ * without). */
+static void h_delete_volume(tk_req *r, void *ud)
+{
+    sbx_api *a = ud;
+    const char *claim = tk_req_param(r, "name");
+    const char *owner = tk_req_query(r, "owner");
+    if (!owner || !*owner)
+        owner = "_default";
+    if (!sbx_volume_name_ok(claim)) {
+        tk_respond_error(r, 400, "INVALID_REQUEST", "a volume name is a DNS label");
+        return;
+    }
+    if (strlen(owner) > 63 || strspn(owner, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                            "0123456789_-") != strlen(owner)) {
+        tk_respond_error(r, 400, "INVALID_REQUEST", "owner must be a plain name");
+        return;
+    }
+    sbx_runtime *rt = a->svc->rt;
+    if (!rt || !rt->ops->delete_volume) {
+        tk_respond_error(r, 501, "NOT_IMPLEMENTED", "this runtime has no named volumes to delete");
+        return;
+    }
+    char err[512];
+    tk_status st = rt->ops->delete_volume(rt, owner, claim, err, sizeof err);
+    if (st == TK_OK)
+        tk_respond_empty(r, 204);
+    else if (st == TK_ENOENT)
+        tk_respond_error(r, 404, "NOT_FOUND", "no volume %s of owner %s", claim, owner);
+    else if (st == TK_EDENIED)
+        tk_respond_error(r, 409, "IN_USE", "volume %s is used by a sandbox: %s", claim, err);
+    else
+        tk_respond_error(r, 500, "RUNTIME_ERROR", "%s", err);
+}
+
 static void h_patch_metadata(tk_req *r, void *ud)
 {
     sbx_api *a = ud;
@@ -469,6 +520,7 @@ size_t sbx_api_routes(sbx_api *api, const void *prog, tk_route *routes, size_t m
         {"GET", "/sandboxes/{id}", h_get, 0},
         {"DELETE", "/sandboxes/{id}", h_delete, TK_ROUTE_BLOCKING},
         {"PATCH", "/sandboxes/{id}/metadata", h_patch_metadata, 0},
+        {"DELETE", "/volumes/{name}", h_delete_volume, TK_ROUTE_BLOCKING},
         {"POST", "/sandboxes/{id}/pause", h_pause, TK_ROUTE_BLOCKING},
         {"POST", "/sandboxes/{id}/resume", h_resume, TK_ROUTE_BLOCKING},
         {"POST", "/sandboxes/{id}/renew-expiration", h_renew, 0},

@@ -124,6 +124,27 @@ json_t *sbx_docker_spec_container(const sbx_docker_spec *c)
     json_array_append_new(mounts, tk_json_obj("Type", json_string("bind"), "Source",
                                               json_string(c->run_dir), "Target",
                                               json_string(SBX_DOCKER_SPEC_RUN), NULL));
+    /* the request's volumes (sandboxd/volume.h): host paths as non-recursive
+     * binds, named volumes as Docker volumes of their owner */
+    for (size_t i = 0; sp->volumes && i < sp->volumes->n; i++) {
+        const sbx_volume *v = &sp->volumes->v[i];
+        json_t *m;
+        if (v->named && !v->host[0]) {
+            char name[160];
+            sbx_volume_docker_name(sp->volumes->owner, v->claim, name, sizeof name);
+            json_t *vo = tk_json_obj("NoCopy", json_true(), NULL);
+            if (v->sub[0])
+                json_object_set_new(vo, "Subpath", json_string(v->sub));
+            m = tk_json_obj("Type", json_string("volume"), "Source", json_string(name),
+                            "VolumeOptions", vo, NULL);
+        } else { /* a host folder, or a named volume's subPath on an engine before API 1.45 */
+            m = tk_json_obj("Type", json_string("bind"), "Source", json_string(v->host),
+                            "BindOptions", tk_json_obj("NonRecursive", json_true(), NULL), NULL);
+        }
+        json_object_set_new(m, "Target", json_string(v->target));
+        json_object_set_new(m, "ReadOnly", json_boolean(v->ro));
+        json_array_append_new(mounts, m);
+    }
     json_t *ulimits = json_array();
     json_array_append_new(ulimits, tk_json_obj("Name", json_string("core"), "Soft", json_integer(0),
                                                "Hard", json_integer(0), NULL));

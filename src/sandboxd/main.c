@@ -26,7 +26,23 @@ static char *opt_ws_size, *opt_tmp_size, *opt_def_mem, *opt_def_cpu, *opt_pool_n
 static int64_t opt_pool, opt_refill_quiet, opt_refill_max, opt_idle, opt_min_timeout,
     opt_max_timeout, opt_max_sbx, opt_proxy_per_sbx, opt_def_pids, opt_max_pids;
 static int opt_insecure, opt_k8s;
-static char *opt_network;
+static char *opt_network, *opt_host_allow;
+
+/* Every entry of SANDBOX_HOST_VOLUME_ALLOW: an absolute path, never "/" alone. */
+static int check_host_allow(const char *v, char *msg, size_t msglen)
+{
+    const char *p = v;
+    while (*p) {
+        const char *e = strchr(p, ',');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n == 0 || p[0] != '/' || (n == 1 && p[0] == '/')) {
+            snprintf(msg, msglen, "must be ','-separated absolute folders (not / itself)");
+            return 1;
+        }
+        p = e ? e + 1 : p + n;
+    }
+    return 0;
+}
 
 static int check_network(const char *v, char *msg, size_t msglen)
 {
@@ -117,6 +133,10 @@ static tk_setting settings[] = {
      "a sandbox's way out: proxy (only through the checking egress proxy, EGRESS_*) or none "
      "(no network at all)",
      .out = &opt_network, .check = check_network},
+    {"SANDBOX_HOST_VOLUME_ALLOW", "host-volume-allow", TK_SET_STR, "",
+     "host folders (','-separated absolute prefixes) that volumes[].host.path may name; empty "
+     "refuses host volumes (403)",
+     .out = &opt_host_allow, .check = check_host_allow},
     {"SANDBOX_POOL_NAME", "pool-name", TK_SET_STR, "default",
      "the name extensions.poolRef uses for the warm pool", .out = &opt_pool_name},
 };
@@ -232,6 +252,7 @@ int main(int argc, char **argv)
         .pool_name = opt_pool_name,
         .pool_refill_quiet_ms = opt_refill_quiet,
         .pool_refill_max_ms = opt_refill_max,
+        .host_volume_allow = opt_host_allow ? opt_host_allow : "",
     };
     char err[1024];
     /* the way out: one proxy for every sandbox, each its own listener and caps */

@@ -27,6 +27,7 @@
 
 #define FD_LISTEN 3
 #define FD_SYNC   4
+#define FD_VOL0   5
 
 /* ---------- payloads (shared with the parent) ---------- */
 
@@ -189,8 +190,19 @@ static void step_fds(void)
         die("fds: dup2 stdio");
     if (dup3(l, FD_LISTEN, O_CLOEXEC) < 0 || dup3(s, FD_SYNC, O_CLOEXEC) < 0)
         die("fds: dup3");
-    if (syscall(SYS_close_range, 5U, ~0U, 0U) != 0) {
-        for (int fd = 5; fd < 65536; fd++)
+    /* the volumes' mounts: out of the way, then to 5.. */
+    int vtmp[16];
+    for (size_t i = 0; i < C->nvols; i++) {
+        vtmp[i] = fcntl(C->vol_fds[i], F_DUPFD_CLOEXEC, 200);
+        if (vtmp[i] < 0)
+            die("fds: dup a volume");
+    }
+    for (size_t i = 0; i < C->nvols; i++)
+        if (dup3(vtmp[i], FD_VOL0 + (int)i, O_CLOEXEC) < 0)
+            die("fds: dup3 a volume");
+    unsigned first = FD_VOL0 + (unsigned)C->nvols;
+    if (syscall(SYS_close_range, first, ~0U, 0U) != 0) {
+        for (int fd = (int)first; fd < 65536; fd++)
             close(fd);
     }
 }
@@ -252,6 +264,43 @@ static void step_namespaces(void)
         die("private: mount --make-rprivate /");
 }
 
+/* mkdir -p of path (absolute, beneath the new root); components that exist are kept */
+static void mkdir_p(char *path, const char *step)
+{
+    for (char *s = path + 1;; s++) {
+        if (*s == '/' || *s == '\0') {
+            char c = *s;
+            *s = '\0';
+            if (mkdir(path, 0755) != 0 && errno != EEXIST)
+                die(step);
+            *s = c;
+            if (!c)
+                break;
+        }
+    }
+}
+
+static void step_volumes(const char *r)
+{
+    char p[4096];
+    int mnt_done = 0;
+    for (size_t i = 0; i < C->nvols; i++) {
+        const char *t = C->vol_targets[i];
+        if (!mnt_done && strncmp(t, "/mnt/", 5) == 0) {
+            path_join(p, sizeof p, r, "/mnt");
+            tmpfs(p, MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64k,nr_inodes=256,mode=0755",
+                  "volumes: mount tmpfs on /mnt (does the image have it?)");
+            mnt_done = 1;
+        }
+        path_join(p, sizeof p, r, t);
+        mkdir_p(p, "volumes: make the mount point");
+        if (syscall(SYS_move_mount, FD_VOL0 + (int)i, "", AT_FDCWD, p, MOVE_MOUNT_F_EMPTY_PATH) !=
+            0)
+            die("volumes: attach a volume (move_mount)");
+        close(FD_VOL0 + (int)i);
+    }
+}
+
 static void step_mounts(void)
 {
     char p[4096], q[4096];
@@ -265,6 +314,7 @@ static void step_mounts(void)
     tmpfs(p, MS_NOSUID | MS_NODEV, C->tmp_opts, "tmp: mount tmpfs on /tmp");
     path_join(p, sizeof p, r, "/run");
     tmpfs(p, MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=1m,mode=0755", "run: mount tmpfs on /run");
+    step_volumes(r);
     path_join(p, sizeof p, r, "/run/lock");
     if (mkdir(p, 01777) != 0 || chmod(p, 01777) != 0)
         die("run: mkdir /run/lock");

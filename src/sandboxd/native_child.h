@@ -17,6 +17,9 @@
  *   root       bind the image onto itself (the new root)
  *   workspace  a tmpfs with a size limit, owned by the sandbox user
  *   tmp, run   tmpfs with size limits
+ *   volumes    each volume's detached mount (prepared by the parent: fds 5..)
+ *              attached at its target; a tmpfs on /mnt first when a target
+ *              lies there (the image's /mnt is read-only and shared)
  *   dev        a tmpfs with null zero full random urandom tty bound from the
  *              host, devpts (newinstance), shm, the /proc/self/fd links; then
  *              read-only
@@ -73,6 +76,11 @@ typedef struct {
     const struct sock_fprog *filter;
     const char *const *execd_env; /* execd's environment, NULL-terminated */
     const char *const *user_env;  /* the entrypoint's base environment */
+    /* volumes: detached mounts (open_tree) the child attaches at their targets
+     * (absolute paths inside, under /mnt, /workspace or /tmp) */
+    const int *vol_fds;
+    const char *const *vol_targets;
+    size_t nvols;
 } sbx_native_child_cfg;
 
 /* Runs the steps and the init loop; never returns. */

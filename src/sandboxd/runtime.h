@@ -52,6 +52,7 @@
 #include "lib/egress.h"
 #include "lib/execd_port.h"
 #include "sandboxd/limits.h"
+#include "sandboxd/volume.h"
 
 /* Longest sandbox id (a UUID) and execd token (hex) with their NULs. */
 #define SBX_ID_MAX    40
@@ -69,9 +70,10 @@ typedef struct {
     const char *const *entrypoint; /* argv, NULL-terminated, or NULL for none */
 
     /* Added for the docker runtime (zero when not known; native ignores them): */
-    int pooled;             /* started for the warm pool: a claim() will follow */
-    const json_t *metadata; /* the owner's metadata (labels), or NULL */
-    int64_t expires_ms;     /* expiry at creation (labels), 0 for none */
+    int pooled;                 /* started for the warm pool: a claim() will follow */
+    const json_t *metadata;     /* the owner's metadata (labels), or NULL */
+    int64_t expires_ms;         /* expiry at creation (labels), 0 for none */
+    const sbx_volumes *volumes; /* checked volumes (sandboxd/volume.h), or NULL */
 } sbx_spec;
 
 /* Settings shared by every runtime (the program's configuration). A runtime's
@@ -128,6 +130,10 @@ typedef struct {
     /* One line describing the runtime for the start-up log (isolation in use). */
     const char *(*describe)(sbx_runtime *rt);
     void (*free)(sbx_runtime *rt);
+    /* Removes an owner's named volume (sandboxd/volume.h); NULL when the runtime
+     * has none. TK_ENOENT when absent, TK_EDENIED when a sandbox uses it. */
+    tk_status (*delete_volume)(sbx_runtime *rt, const char *owner, const char *claim, char *err,
+                               size_t errlen);
 } sbx_runtime_ops;
 
 struct sbx_runtime {

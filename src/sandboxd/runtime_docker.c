@@ -515,6 +515,98 @@ static void teardown(docker_rt *r, docker_inst *in)
     in->exited = 1;
 }
 
+static int api_at_least(const char *api, int major, int minor);
+
+/* A named volume (sandboxd/volume.h) as a Docker volume: created when missing
+ * (labelled with its owner and claim, not with the service: the sweep of a
+ * sandbox's own volumes never takes it); an engine on this host shows its
+ * folder, which is given to the sandbox user when still root's and empty, and
+ * where a subPath is made (never through a symlink). */
+static tk_status named_volume(docker_rt *r, const sbx_volumes *vs, sbx_volume *v, struct stat *id,
+                              char *err, size_t errlen)
+{
+    char name[160];
+    sbx_volume_docker_name(vs->owner, v->claim, name, sizeof name);
+    json_t *j = NULL;
+    json_t *body = tk_json_obj("Name", json_string(name), "Labels",
+                               tk_json_obj("io.tusko.volume.owner", json_string(vs->owner),
+                                           "io.tusko.volume.claim", json_string(v->claim), NULL),
+                               NULL);
+    if (dk(r, "volume", "POST", "/volumes/create", body, OK_201, &j, err, errlen) != TK_OK)
+        return TK_ERROR;
+    const char *mp = tk_json_str(j, "Mountpoint");
+    char mp_copy[PATH_MAX];
+    snprintf(mp_copy, sizeof mp_copy, "%s", mp ? mp : "");
+    int fd = mp ? open(mp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    json_decref(j);
+    if (fd < 0) {
+        if (v->sub[0]) {
+            snprintf(err, errlen,
+                     "volume %s: the engine's folder of %s is not on this host, so "
+                     "subPath cannot be made",
+                     v->name, name);
+            return TK_ERROR;
+        }
+        return TK_OK; /* a remote engine: the volume as the engine made it */
+    }
+    struct stat st;
+    int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    int empty = 1;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            empty = 0;
+    if (d)
+        closedir(d);
+    else if (dfd >= 0)
+        close(dfd);
+    if (fstat(fd, &st) == 0 && st.st_uid == 0 && empty)
+        if (fchownat(fd, "", SBX_DOCKER_SPEC_UID, SBX_DOCKER_SPEC_UID, AT_EMPTY_PATH) != 0)
+            tk_warn("docker", "msg=\"cannot give a named volume to the sandbox user\" volume=%s",
+                    name);
+    if (v->sub[0]) {
+        int s = sbx_volume_mkdirs(fd, v->sub, SBX_DOCKER_SPEC_UID, err, errlen);
+        if (s < 0) {
+            close(fd);
+            return TK_ERROR;
+        }
+        /* engines before API 1.45 have no VolumeOptions.Subpath: the folder is
+         * bound instead, and checked once the container runs (docker_start) */
+        if (!api_at_least(r->api, 1, 45)) {
+            if (fstat(s, id) != 0 || (size_t)snprintf(v->host, sizeof v->host, "%s/%s", mp_copy,
+                                                      v->sub) >= sizeof v->host) {
+                close(s);
+                close(fd);
+                snprintf(err, errlen, "volume %s: cannot bind its subPath", v->name);
+                return TK_ERROR;
+            }
+        }
+        close(s);
+    }
+    close(fd);
+    return TK_OK;
+}
+
+static tk_status docker_delete_volume(sbx_runtime *rt, const char *owner, const char *claim,
+                                      char *err, size_t errlen)
+{
+    char name[160], path[256];
+    sbx_volume_docker_name(owner, claim, name, sizeof name);
+    snprintf(path, sizeof path, "/volumes/%s", name);
+    long status = 0;
+    json_t *j = NULL;
+    tk_status st =
+        sbx_docker_call(RT(rt)->dk, "DELETE", path, NULL, DK_CALL_MS, &status, &j, err, errlen);
+    json_decref(j);
+    if (st != TK_OK)
+        return st;
+    if (status == 204)
+        return TK_OK;
+    snprintf(err, errlen, "the engine answered %ld for volume %s", status, name);
+    return status == 404 ? TK_ENOENT : status == 409 ? TK_EDENIED : TK_ERROR;
+}
+
 static tk_status docker_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instance **out, char *err,
                               size_t errlen)
 {
@@ -523,6 +615,9 @@ static tk_status docker_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
     docker_inst *in = instance_new(r, spec->id);
     char path[256], fifo[PATH_MAX + 16];
     json_t *j = NULL;
+    sbx_spec sp2 = *spec;
+    sbx_volumes *vols = NULL;
+    struct stat vol_ids[SBX_VOLUMES_MAX];
 
     /* dir */
     if (mkdir(in->dir, 0700) < 0 && errno != EEXIST) {
@@ -544,6 +639,17 @@ static tk_status docker_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
     } else if (write_request(in, spec, err, errlen) != TK_OK) {
         goto fail;
     }
+    /* named volumes: made when missing, the folder (and subPath) the sandbox user's */
+    if (spec->volumes) {
+        vols = tk_malloc(sizeof *vols);
+        memcpy(vols, spec->volumes, sizeof *vols);
+        sp2.volumes = vols;
+        spec = &sp2;
+    }
+    for (size_t i = 0; vols && i < vols->n; i++)
+        if (vols->v[i].named &&
+            named_volume(r, vols, &vols->v[i], &vol_ids[i], err, errlen) != TK_OK)
+            goto fail;
     /* volume */
     if (dk(r, "volume", "POST", "/volumes/create",
            sbx_docker_spec_volume(in->vol, r->tag, in->base.id, r->ws_bytes), OK_201, NULL, err,
@@ -578,6 +684,22 @@ static tk_status docker_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
     if (watch_process(r, in, NULL, 0, err, errlen) != TK_OK ||
         attach_egress(r, in, err, errlen) != TK_OK)
         goto fail;
+    /* a subPath bound by its host path: what the container got must be the very
+     * folder checked (a symlink swapped in meanwhile is caught here, before any
+     * code of the user's runs) */
+    for (size_t i = 0; vols && i < vols->n; i++) {
+        if (!vols->v[i].named || !vols->v[i].host[0])
+            continue;
+        char in_root[PATH_MAX + 64];
+        struct stat got;
+        snprintf(in_root, sizeof in_root, "/proc/%d/root%s", (int)in->pid, vols->v[i].target);
+        if (in->pid <= 0 || stat(in_root, &got) != 0 || got.st_dev != vol_ids[i].st_dev ||
+            got.st_ino != vol_ids[i].st_ino) {
+            snprintf(err, errlen, "volume %s: the mounted folder is not the subPath checked",
+                     vols->v[i].name);
+            goto fail;
+        }
+    }
     /* ready */
     if (spec->pooled) {
         if (wait_for(r, in, init_waiting, "ready", err, errlen) != TK_OK)
@@ -589,9 +711,11 @@ static tk_status docker_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
         start_entrypoint(in, spec);
     }
     *out = &in->base;
+    free(vols);
     return TK_OK;
 fail:
     json_decref(j);
+    free(vols);
     teardown(r, in);
     instance_free(in);
     return TK_ERROR;
@@ -919,6 +1043,7 @@ static const sbx_runtime_ops docker_ops = {
     .sweep = docker_sweep,
     .describe = docker_describe,
     .free = docker_free,
+    .delete_volume = docker_delete_volume,
 };
 
 /* ---------- open ---------- */

@@ -869,6 +869,10 @@ static tk_status k8s_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instance *
 {
     k8s_rt *r = RT(rt);
     *out = NULL;
+    if (spec->volumes && spec->volumes->n) { /* never started without what was asked */
+        snprintf(err, errlen, "volumes are not supported by the kubernetes runtime yet");
+        return TK_EINVAL;
+    }
     json_t *pod = NULL;
     int warm = 0;
     tk_status st = TK_OK;

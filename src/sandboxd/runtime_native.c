@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -295,9 +296,80 @@ static void teardown(native_rt *r, native_inst *in)
         unlink(in->base.sock);
 }
 
+/* One volume's detached mount (open_tree OPEN_TREE_CLONE), nosuid, nodev and
+ * read-only when asked: the child attaches it (move_mount) at its target. The
+ * source is opened here, as the service's own user, without following any
+ * symlink (sandboxd/volume.h). */
+static int volume_tree(native_rt *r, const sbx_volumes *vs, const sbx_volume *v, char *err,
+                       size_t errlen)
+{
+    int src;
+    if (v->named) {
+        char dir[SBX_VOLUME_PATH_MAX];
+        snprintf(dir, sizeof dir, "%s/volumes", r->state_dir);
+        if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+            snprintf(err, errlen, "volume: mkdir %s: %s", dir, strerror(errno));
+            return -1;
+        }
+        int base = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (base < 0) {
+            snprintf(err, errlen, "volume: %s: %s", dir, strerror(errno));
+            return -1;
+        }
+        if (mkdirat(base, vs->owner, 0700) != 0 && errno != EEXIST) {
+            snprintf(err, errlen, "volume: mkdir %s/%s: %s", dir, vs->owner, strerror(errno));
+            close(base);
+            return -1;
+        }
+        char rel[SBX_VOLUME_PATH_MAX * 2 + 130];
+        snprintf(rel, sizeof rel, "%s/%s%s%s", vs->owner, v->claim, v->sub[0] ? "/" : "", v->sub);
+        /* the owner's folder stays root's; the volume and its subPath are the sandbox user's */
+        int own = openat(base, vs->owner, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        close(base);
+        if (own < 0) {
+            snprintf(err, errlen, "volume: %s/%s: %s", dir, vs->owner, strerror(errno));
+            return -1;
+        }
+        src = sbx_volume_mkdirs(own, rel + strlen(vs->owner) + 1, SBX_UID_BASE + SBX_USER_ID, err,
+                                errlen);
+        close(own);
+        if (src < 0)
+            return -1;
+    } else {
+        src = sbx_volume_open(v->host, NULL, err, errlen);
+        if (src < 0)
+            return -1;
+    }
+    int tree =
+        (int)syscall(SYS_open_tree, src, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+    int e = errno;
+    close(src);
+    if (tree < 0) {
+        snprintf(err, errlen, "volume %s: open_tree: %s", v->name, strerror(e));
+        return -1;
+    }
+    struct mount_attr ma = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                                        (v->ro ? MOUNT_ATTR_RDONLY : 0)};
+    if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &ma, sizeof ma) != 0) {
+        snprintf(err, errlen, "volume %s: mount_setattr: %s", v->name, strerror(errno));
+        close(tree);
+        return -1;
+    }
+    return tree;
+}
+
+static tk_status native_delete_volume(sbx_runtime *rt, const char *owner, const char *claim,
+                                      char *err, size_t errlen)
+{
+    return sbx_volume_native_delete(RT(rt)->state_dir, owner, claim, err, errlen);
+}
+
 static tk_status native_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instance **out, char *err,
                               size_t errlen)
 {
+    int vol_fds[SBX_VOLUMES_MAX];
+    const char *vol_targets[SBX_VOLUMES_MAX];
+    size_t nvol = 0;
     native_rt *r = RT(rt);
     *out = NULL;
     native_inst *in = tk_calloc(1, sizeof *in);
@@ -371,7 +443,17 @@ static tk_status native_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
                  SBX_NATIVE_CHILD_MAX_MSG);
         goto fail;
     }
+    for (size_t i = 0; spec->volumes && i < spec->volumes->n; i++) {
+        vol_fds[i] = volume_tree(r, spec->volumes, &spec->volumes->v[i], err, errlen);
+        if (vol_fds[i] < 0)
+            goto fail;
+        vol_targets[i] = spec->volumes->v[i].target;
+        nvol++;
+    }
     sbx_native_child_cfg cc = {
+        .vol_fds = vol_fds,
+        .vol_targets = vol_targets,
+        .nvols = nvol,
         .rootfs = r->img.rootfs,
         .execd_path = r->execd_path,
         .workspace_opts = r->ws_opts,
@@ -414,6 +496,8 @@ static tk_status native_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
         goto fail;
     }
     int64_t t_clone = tk_mono_ns();
+    for (; nvol; nvol--) /* the child has its copies */
+        close(vol_fds[nvol - 1]);
     in->pid = pid;
     in->sync_fd = sv[0];
     sv[0] = -1;
@@ -467,6 +551,8 @@ static tk_status native_start(sbx_runtime *rt, const sbx_spec *spec, sbx_instanc
     *out = &in->base;
     return TK_OK;
 fail:
+    for (; nvol; nvol--)
+        close(vol_fds[nvol - 1]);
     if (lfd >= 0)
         close(lfd);
     if (sv[0] >= 0)
@@ -704,6 +790,7 @@ static const sbx_runtime_ops native_ops = {
     .sweep = native_sweep,
     .describe = native_describe,
     .free = native_free,
+    .delete_volume = native_delete_volume,
 };
 
 /* Can this process make a user namespace with a full id map? */

@@ -206,7 +206,8 @@ tk_status sbx_service_create(sbx_service *svc, const sbx_service_create_req *req
         return TK_ERROR;
     }
     sbx_service_touch_locked(svc);
-    sbx_sandbox *s = pool_take_locked(svc);
+    /* a pool member was started without the request's volumes */
+    sbx_sandbox *s = req->volumes ? NULL : pool_take_locked(svc);
     int pooled = s != NULL;
     if (!s) {
         s = sbx_service_new_locked(svc, SBX_PENDING);
@@ -239,6 +240,7 @@ tk_status sbx_service_create(sbx_service *svc, const sbx_service_create_req *req
                      .entrypoint = argv,
                      /* for the docker runtime's labels: */
                      .metadata = req->metadata,
+                     .volumes = req->volumes,
                      .expires_ms = req->timeout_s ? now + req->timeout_s * 1000 : 0};
     char err[1024];
     tk_status st = TK_ERROR;

@@ -21,6 +21,7 @@
 #include "sandboxd/limits.h"
 #include "sandboxd/runtime.h"
 #include "sandboxd/sandbox.h"
+#include "sandboxd/volume.h"
 
 typedef struct {
     const char *state_dir; /* absolute */
@@ -40,6 +41,7 @@ typedef struct {
      * the pool fell short, and not at all when the pool is empty (pool.c). */
     int64_t pool_refill_quiet_ms;
     int64_t pool_refill_max_ms;
+    const char *host_volume_allow; /* SANDBOX_HOST_VOLUME_ALLOW ("" refuses host volumes) */
 } sbx_service_config;
 
 typedef struct sbx_service {
@@ -79,6 +81,7 @@ typedef struct {
     sbx_limits limits;
     int64_t timeout_s; /* 0: no expiry */
     int64_t renew_extend_s;
+    sbx_volumes *volumes; /* checked volumes (the caller frees them), or NULL */
 } sbx_service_create_req;
 
 /* Opens the runtime, recovers the sandboxes on disk and removes half-made

@@ -1,6 +1,7 @@
 /* tusko-sandboxd's parsers of what a client sends: the create request (JSON), the
  * quantities in it, the list filter's metadata query, metadata keys and values. */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lib/arena.h"
@@ -32,6 +33,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         sbx_service_create_req req;
         const char *code = NULL;
         int st = sbx_api_parse_create(&api, j, &req, &code, msg, sizeof msg);
+        if (st == 0 && req.volumes) {
+            /* what was accepted: mount points where they may be, nothing nested */
+            for (size_t i = 0; i < req.volumes->n; i++) {
+                const char *t = req.volumes->v[i].target;
+                if (strncmp(t, "/mnt/", 5) && strncmp(t, "/workspace/", 11) &&
+                    strncmp(t, "/tmp/", 5))
+                    __builtin_trap();
+                const char *sub = req.volumes->v[i].sub;
+                size_t sl = strlen(sub);
+                if (strstr(t, "/../") || strcmp(sub, "..") == 0 || strncmp(sub, "../", 3) == 0 ||
+                    strstr(sub, "/../") || (sl >= 3 && strcmp(sub + sl - 3, "/..") == 0) ||
+                    sub[0] == '/')
+                    __builtin_trap();
+                if (!req.volumes->v[i].named) /* no allow list here: no host volume */
+                    __builtin_trap();
+            }
+            free(req.volumes);
+        }
         if (st == 0) {
             /* what was accepted is within the policy */
             if (req.limits.memory_bytes < svc.cfg.policy.min.memory_bytes ||
@@ -39,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 req.limits.pids > 4096 || !req.image ||
                 (req.timeout_s && (req.timeout_s < 60 || req.timeout_s > 86400)))
                 __builtin_trap();
-        } else if (st != 400 || !code) {
+        } else if ((st != 400 && st != 403) || !code) {
             __builtin_trap();
         }
         json_decref(j);
