@@ -33,6 +33,8 @@ test+=(python3-ipykernel python3-pandas python3-matplotlib)
 # packages bench/search/realtext.py names (those not Essential, not named here
 # and no dependency of what is named here are these three).
 test+=(groff-base passwd mount e2fsprogs)
+# lib/zip's unit test checks its archives with Info-ZIP's unzip as well.
+test+=(unzip)
 # deploy/: docker-compose checks the Compose file, systemd-analyze (systemd)
 # the units, kubectl renders the manifests (kustomize) and, with
 # python3-kubernetes, checks the test API server stands in for a real one.

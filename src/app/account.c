@@ -18,7 +18,8 @@
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/pg.h"
-#include "lib/tar.h"
+#include "lib/utf8.h"
+#include "lib/zip.h"
 #include "lib/tktime.h"
 
 /* Rows fetched per round trip of an export's cursor (each row one JSON text;
@@ -40,7 +41,7 @@
 struct exp {
     PGconn *c;
     const char *uid;
-    tk_tar_writer w;
+    tk_zip_writer w;
     json_t *members; /* [{path, size, sha256}] */
     json_t *tables;  /* {table: {rows, omitted}} */
     char *err;
@@ -89,7 +90,7 @@ static int add_file(struct exp *e, const char *name, int fd)
     off_t size = lseek(fd, 0, SEEK_END);
     if (size < 0 || lseek(fd, 0, SEEK_SET) != 0)
         return efail(e, "cannot read back a scratch file: %s", strerror(errno));
-    if (tk_tar_begin(&e->w, name, (uint64_t)size, 0600, (int64_t)time(NULL)) != TK_OK)
+    if (tk_zip_begin(&e->w, name, (uint64_t)size, (int64_t)time(NULL)) != TK_OK)
         return efail(e, "cannot write %s into the archive: %s", name,
                      e->w.err ? strerror(e->w.err) : "bad name");
     crypto_hash_sha256_state st;
@@ -103,12 +104,12 @@ static int add_file(struct exp *e, const char *name, int fd)
         if (k <= 0)
             return efail(e, "cannot read back a scratch file: %s",
                          k < 0 ? strerror(errno) : "it shrank");
-        if (tk_tar_write(&e->w, buf, (size_t)k) != TK_OK)
+        if (tk_zip_write(&e->w, buf, (size_t)k) != TK_OK)
             return efail(e, "cannot write the archive: %s", strerror(e->w.err));
         crypto_hash_sha256_update(&st, buf, (size_t)k);
         n += (uint64_t)k;
     }
-    if (tk_tar_end(&e->w) != TK_OK)
+    if (tk_zip_end(&e->w) != TK_OK)
         return efail(e, "cannot write the archive: %s", strerror(e->w.err));
     unsigned char h[32];
     char hex[65];
@@ -214,13 +215,29 @@ static int export_table(struct exp *e, const char *tbl, const char *cond, const 
     return rc;
 }
 
-/* A download's name as a member name: one path element, printable. */
+/* A download's name as a member name: one path element, printable UTF-8
+ * (an invalid byte becomes '_'; at most 120 bytes, cut at a character). */
 static void member_name(const char *in, size_t len, char *out, size_t outlen)
 {
     size_t o = 0;
-    for (size_t i = 0; i < len && o + 1 < outlen && o < 120; i++) {
-        unsigned char ch = (unsigned char)in[i];
-        out[o++] = (ch < 0x20 || ch == 0x7f || ch == '/' || ch == '\\') ? '_' : (char)ch;
+    for (size_t i = 0; i < len && o + 4 < outlen && o < 120;) {
+        uint32_t cp;
+        size_t k = tk_utf8_decode(in + i, len - i, &cp);
+        if (k == 0) { /* not UTF-8 here */
+            out[o++] = '_';
+            i++;
+            continue;
+        }
+        if (o + k > 120)
+            break;
+        if (k == 1) {
+            unsigned char ch = (unsigned char)in[i];
+            out[o++] = (ch < 0x20 || ch == 0x7f || ch == '/' || ch == '\\') ? '_' : (char)ch;
+        } else {
+            memcpy(out + o, in + i, k);
+            o += k;
+        }
+        i += k;
     }
     out[o] = '\0';
     if (o == 0 || strcmp(out, ".") == 0 || strcmp(out, "..") == 0)
@@ -294,10 +311,9 @@ static int export_all(struct exp *e)
         char *text = json_dumps(m, JSON_INDENT(2) | JSON_SORT_KEYS);
         json_decref(m);
         size_t len = text ? strlen(text) : 0;
-        if (!text ||
-            tk_tar_begin(&e->w, "manifest.json", len, 0600, (int64_t)time(NULL)) != TK_OK ||
-            tk_tar_write(&e->w, text, len) != TK_OK || tk_tar_end(&e->w) != TK_OK ||
-            tk_tar_finish(&e->w) != TK_OK)
+        if (!text || tk_zip_begin(&e->w, "manifest.json", len, (int64_t)time(NULL)) != TK_OK ||
+            tk_zip_write(&e->w, text, len) != TK_OK || tk_zip_end(&e->w) != TK_OK ||
+            tk_zip_finish(&e->w) != TK_OK)
             rc = efail(e, "cannot write the archive: %s",
                        e->w.err ? strerror(e->w.err) : "out of memory");
         free(text);
@@ -314,13 +330,14 @@ tk_status app_account_export(PGconn *c, const char *user_id, int fd, char *err, 
                     .tables = json_object(),
                     .err = err,
                     .errlen = errlen};
-    tk_tar_writer_init(&e.w, fd);
+    tk_zip_writer_init(&e.w, fd);
     /* one snapshot for every table: the archive is of one instant */
     PGresult *r = tk_pg_query(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL);
     int ok = tk_pg_ok(r);
     PQclear(r);
     int rc = ok ? export_all(&e) : efail(&e, "the database did not answer");
     PQclear(tk_pg_query(c, ok ? "COMMIT" : "ROLLBACK", 0, NULL));
+    tk_zip_writer_free(&e.w);
     json_decref(e.members);
     json_decref(e.tables);
     return rc == 0 ? TK_OK : rc > 0 ? TK_ENOENT : TK_ERROR;
@@ -614,11 +631,11 @@ static void h_export(tk_req *r, void *ud)
     char day[40], cd[120];
     tk_time_rfc3339(tk_now_ms(), day, sizeof day);
     day[10] = '\0';
-    snprintf(cd, sizeof cd, "attachment; filename=\"tusko-export-%s.tar\"", day);
+    snprintf(cd, sizeof cd, "attachment; filename=\"tusko-export-%s.zip\"", day);
     tk_respond_header(r, "Content-Disposition", cd);
     tk_respond_header(r, "Cache-Control", "no-store");
     tk_info("account", "msg=\"export\" user=%s bytes=%lld", u->id, (long long)size);
-    tk_respond_fd(r, 200, "application/x-tar", fd, 0, (uint64_t)size);
+    tk_respond_fd(r, 200, "application/zip", fd, 0, (uint64_t)size);
 }
 
 /* DELETE /api/me {"confirm": "<the account's email, or its id without one>"} */

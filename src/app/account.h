@@ -20,7 +20,8 @@
 #define APP_EXPORT_FORMAT         "tusko-export"
 #define APP_EXPORT_FORMAT_VERSION 1
 
-/* Writes the user's data as a tar archive to fd (from its current offset),
+/* Writes the user's data as a zip archive to fd (a new, empty regular file:
+ * headers are patched in place),
  * in one REPEATABLE READ snapshot: tables/<table>.json (every row of every
  * table holding the user's, as a JSON array, without the columns named in the
  * manifest's "omitted": secrets and search indexes), downloads/<id>/<name>

@@ -550,7 +550,9 @@ describe('sidebar', () => {
     await box.focus();
     await page.keyboard.type('/');
     await page.locator('#skills').waitFor();
-    assert.match(await page.locator('#skills').innerText(), /No skills yet/);
+    // the five built-in skills (tests/e2e/skills.test.mjs covers choosing one)
+    await page.locator('#skills', { hasText: '/word-report' }).waitFor();
+    for (const n of ['code-review', 'financial-model', 'presentation', 'security-audit', 'word-report']) assert.match(await page.locator('#skills').innerText(), new RegExp(`/${n}\\n`));
     await page.keyboard.press('Escape');
     await page.locator('#skills').waitFor({ state: 'hidden' });
     await page.keyboard.press('Backspace');

@@ -1,6 +1,6 @@
 // A user's data taken out and deleted. Two users filled through the API
 // (chats with plans and tool calls, a file written in a real sandbox and
-// downloaded, memories, facts, documents). GET /api/me/export gives a tar
+// downloaded, memories, facts, documents). GET /api/me/export gives a zip
 // whose JSON holds what the API shows — every chat, message, event, memory,
 // fact, document and the download's bytes — with checksums, no secret and
 // nothing of the other user; every table with a foreign key to users
@@ -44,9 +44,9 @@ const sha = (b) => crypto.createHash('sha256').update(b).digest('hex');
 async function exportOf(base, user, work, tag) {
   const res = await fetch(`${base}/api/me/export`, { headers: user.auth });
   assert.equal(res.status, 200, await res.clone().text());
-  assert.equal(res.headers.get('content-type'), 'application/x-tar');
-  assert.match(res.headers.get('content-disposition'), /^attachment; filename="tusko-export-\d{4}-\d\d-\d\d\.tar"$/);
-  const file = path.join(work, `${tag}.tar`);
+  assert.equal(res.headers.get('content-type'), 'application/zip');
+  assert.match(res.headers.get('content-disposition'), /^attachment; filename="tusko-export-\d{4}-\d\d-\d\d\.zip"$/);
+  const file = path.join(work, `${tag}.zip`);
   fs.writeFileSync(file, Buffer.from(await res.arrayBuffer()));
   return unpack(file, work, tag);
 }
@@ -54,9 +54,13 @@ async function exportOf(base, user, work, tag) {
 function unpack(file, work, tag) {
   const dir = path.join(work, tag);
   fs.mkdirSync(dir, { recursive: true });
-  const x = spawnSync('tar', ['-xf', file, '-C', dir], { encoding: 'utf8' });
+  // Info-ZIP checks every CRC and that each local header agrees with the central directory
+  const t = spawnSync('unzip', ['-tq', file], { encoding: 'utf8' });
+  assert.equal(t.status, 0, t.stdout + t.stderr);
+  assert.match(t.stdout, /^No errors detected/);
+  const x = spawnSync('unzip', ['-q', file, '-d', dir], { encoding: 'utf8' });
   assert.equal(x.status, 0, x.stderr);
-  const files = spawnSync('tar', ['-tf', file], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
+  const files = spawnSync('unzip', ['-Z1', file], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
   const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8'));
   const table = (t) => JSON.parse(fs.readFileSync(path.join(dir, 'tables', `${t}.json`), 'utf8'));
   return { dir, file, files, manifest, table };
@@ -198,7 +202,7 @@ describe('export and deletion of a user’s data', () => {
     for (const s of bobChats) assert.ok(!all.includes(s.id));
 
     // the operator's export of the same account holds the same tables
-    const out = path.join(work, 'alice-cli.tar');
+    const out = path.join(work, 'alice-cli.zip');
     const r = runProgram('tusko', ['user', 'export', '--email', alice.email, '--out', out], { env: { DATABASE_URL: pg.url } });
     assert.equal(r.code, 0, r.stderr);
     assert.equal((fs.statSync(out).mode & 0o777).toString(8), '600');
@@ -250,7 +254,7 @@ describe('export and deletion of a user’s data', () => {
 
   test('DELETE /api/me removes every row of the user and their sandboxes, and nothing else', async () => {
     const [alice, bob] = data.users;
-    const ex = unpack(path.join(work, 'alice.tar'), work, 'alice-again');
+    const ex = unpack(path.join(work, 'alice.zip'), work, 'alice-again');
     const bobBefore = await readAll(tusko.url, { ...data, users: [bob] });
     // alice's sandbox is running at the service
     const remote = ex.table('sandboxes').filter((s) => s.state === 'live').map((s) => s.remote_id);
