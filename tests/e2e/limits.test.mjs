@@ -24,6 +24,7 @@ before(async () => {
 });
 after(async () => {
   if (browser) await browser.close();
+  if (stack) await stack.stop(); // the model server too: a listening socket keeps the file's process alive
   await stopAll();
 });
 
