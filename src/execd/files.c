@@ -180,10 +180,11 @@ void execd_files_permissions(tk_req *r, void *ud)
             return;
         }
         int rc = execd_fs_perm_apply(fd, &p, err, sizeof err);
+        int e = errno;
         close(fd);
         if (rc != 0) {
-            tk_respond_error(r, 500, "RUNTIME_ERROR", "error changing permissions for %s: %s", path,
-                             err);
+            tk_respond_error(r, execd_fs_errno_status(e), execd_fs_errno_code(e),
+                             "error changing permissions for %s: %s", path, err);
             return;
         }
     }
@@ -539,9 +540,11 @@ void execd_dirs_make(tk_req *r, void *ud)
             return;
         }
         int rc = execd_fs_perm_apply(fd, &p, err, sizeof err);
+        int e = errno;
         close(fd);
         if (rc != 0) {
-            tk_respond_error(r, 500, "RUNTIME_ERROR", "%s: %s", path, err);
+            tk_respond_error(r, execd_fs_errno_status(e), execd_fs_errno_code(e), "%s: %s", path,
+                             err);
             return;
         }
     }

@@ -246,7 +246,9 @@ int execd_fs_perm_apply(int fd, const execd_perm *p, char *err, size_t errlen)
 {
     if (p->uid != (uid_t)-1 || p->gid != (gid_t)-1) {
         if (fchownat(fd, "", p->uid, p->gid, AT_EMPTY_PATH) != 0) {
-            snprintf(err, errlen, "chown: %s", strerror(errno));
+            int e = errno;
+            snprintf(err, errlen, "chown: %s", strerror(e));
+            errno = e;
             return -1;
         }
     }
@@ -256,7 +258,9 @@ int execd_fs_perm_apply(int fd, const execd_perm *p, char *err, size_t errlen)
         char proc[64];
         snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
         if (fchmod(fd, p->mode) != 0 && chmod(proc, p->mode) != 0) {
-            snprintf(err, errlen, "chmod: %s", strerror(errno));
+            int e = errno;
+            snprintf(err, errlen, "chmod: %s", strerror(e));
+            errno = e;
             return -1;
         }
     }

@@ -64,7 +64,8 @@ typedef struct {
 /* Parses a Permission object; returns -1 with a message on a bad value or an
  * unknown user or group. */
 int execd_fs_perm_parse(const json_t *p, execd_perm *out, char *err, size_t errlen);
-/* Applies it to the inode fd refers to (an O_PATH fd is fine). */
+/* Applies it to the inode fd refers to (an O_PATH fd is fine); -1 with errno
+ * kept on failure (EPERM: execd's user may not give a file away). */
 int execd_fs_perm_apply(int fd, const execd_perm *p, char *err, size_t errlen);
 
 #endif

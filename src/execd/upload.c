@@ -209,8 +209,11 @@ static int end_file(upload *u, char *err, size_t errlen)
         rc = refuse(u, 500, "RUNTIME_ERROR", err, errlen, "chmod %s: %s", u->rel, strerror(errno));
     execd_perm owner = u->perm;
     owner.has_mode = 0;
-    if (!rc && execd_fs_perm_apply(u->fd, &owner, perr, sizeof perr) != 0)
-        rc = refuse(u, 500, "RUNTIME_ERROR", err, errlen, "%s: %s", u->rel, perr);
+    if (!rc && execd_fs_perm_apply(u->fd, &owner, perr, sizeof perr) != 0) {
+        int e = errno;
+        rc = refuse(u, execd_fs_errno_status(e), execd_fs_errno_code(e), err, errlen, "%s: %s",
+                    u->rel, perr);
+    }
     if (!rc) {
         close(u->fd);
         u->fd = -1;

@@ -122,6 +122,21 @@ describe('whole-sandbox paths', () => {
     assert.equal((await s.api.exec(id, 'test -f /etc/os-release && echo kept')).stdout, 'kept');
   });
 
+  test('giving a file away needs a privilege execd does not have: 403 PERMISSION_DENIED, nothing left', async () => {
+    const form = new FormData();
+    form.append('metadata', new Blob([JSON.stringify({ path: '/tmp/given.txt', owner: 'nobody', group: 'nogroup' })], { type: 'application/json' }), 'metadata');
+    form.append('file', new Blob(['x']), 'x');
+    const res = await fetch(`${s.url}/v1/sandboxes/${id}/proxy/${EXECD_PORT}/files/upload`, {
+      method: 'POST',
+      headers: { 'OPEN-SANDBOX-API-KEY': KEY, 'X-EXECD-ACCESS-TOKEN': await s.api.token(id) },
+      body: form,
+    });
+    const body = await res.json();
+    assert.equal(res.status, 403, JSON.stringify(body));
+    assert.equal(body.code, 'PERMISSION_DENIED');
+    assert.equal((await s.api.exec(id, 'test -e /tmp/given.txt && echo there || echo absent')).stdout, 'absent');
+  });
+
   test('the host stays out of view: magic links and the host\'s files are refused or absent', async () => {
     for (const p of ['/proc/self/root/etc/passwd', '/proc/1/root/etc/passwd', '/proc/1/cwd', hostSecret]) {
       const r = await x.call('GET', `/files/download?path=${q(p)}`);
