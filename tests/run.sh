@@ -111,15 +111,19 @@ node_section() { # name dir
   section "$name"
   local p=0 f=0
   if [ ${#files[@]} -gt 0 ]; then
-    local tap=$OUT/$name.tap
+    local tap=$OUT/$name.tap spec=$OUT/$name.spec
     # --test-force-exit: a file whose tests have all ended exits even when it
-    # left a socket or timer behind (such a file otherwise hangs the run)
+    # left a socket or timer behind (such a file otherwise hangs the run). The
+    # runner then exits before its file reporters flush, so the counts come
+    # from the spec reporter's last lines on stdout (a pipe: written at once);
+    # the TAP file is kept for the details it has.
     node --test --test-concurrency=1 --test-force-exit --test-reporter=spec --test-reporter-destination=stdout \
-      --test-reporter=tap --test-reporter-destination="$tap" "${files[@]}"
-    local rc=$?
-    p=$(grep -E '^# pass ' "$tap" | tail -1 | awk '{print $3}')
-    f=$(grep -E '^# fail ' "$tap" | tail -1 | awk '{print $3}')
-    c=$(grep -E '^# cancelled ' "$tap" | tail -1 | awk '{print $3}')
+      --test-reporter=tap --test-reporter-destination="$tap" "${files[@]}" | tee "$spec"
+    local rc=${PIPESTATUS[0]}
+    p=$(grep -E '^ℹ pass [0-9]+$' "$spec" | tail -1 | awk '{print $3}')
+    f=$(grep -E '^ℹ fail [0-9]+$' "$spec" | tail -1 | awk '{print $3}')
+    c=$(grep -E '^ℹ cancelled [0-9]+$' "$spec" | tail -1 | awk '{print $3}')
+    if [ -z "$p" ]; then echo "$name: the test runner printed no counts"; f=${f:-1}; fi
     p=${p:-0} f=$(( ${f:-0} + ${c:-0} ))
     if [ "$rc" != 0 ] && [ "$f" = 0 ]; then f=1; fi
   fi
