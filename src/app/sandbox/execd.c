@@ -13,6 +13,7 @@
 #include "lib/id.h"
 #include "lib/json.h"
 #include "lib/log.h"
+#include "lib/query.h"
 #include "lib/tktime.h"
 
 void sandbox_execd_result_init(sandbox_execd_result *r, size_t cap)
@@ -29,20 +30,21 @@ void sandbox_execd_result_free(sandbox_execd_result *r)
     r->results = NULL;
 }
 
-/* Percent-encodes a query value (keeps unreserved characters and '/'). */
-static void qenc(tk_buf *b, const char *s)
+/* A query's path part: prefix, then s percent-encoded (slashes kept) into a
+ * new buffer; NULL when it does not fit (a path of execd's longest, 4,096
+ * bytes, encodes to at most 12,288, which does), with err saying so. Never
+ * cut short: a cut would name another file. */
+#define QUERY_MAX (16u << 10)
+static char *query_path(const char *prefix, const char *s, char *err, size_t errlen)
 {
-    static const char hex[] = "0123456789ABCDEF";
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        unsigned char ch = *p;
-        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-            ch == '-' || ch == '_' || ch == '.' || ch == '~' || ch == '/') {
-            tk_buf_append_byte(b, (char)ch);
-        } else {
-            char e[3] = {'%', hex[ch >> 4], hex[ch & 15]};
-            tk_buf_append(b, e, 3);
-        }
+    tk_buf b;
+    tk_buf_init(&b, QUERY_MAX);
+    if (tk_buf_append_str(&b, prefix) != TK_OK || tk_percent_append(&b, s, "/") != TK_OK) {
+        tk_buf_free(&b);
+        snprintf(err, errlen, "the path is too long (%zu bytes)", strlen(s));
+        return NULL;
     }
+    return tk_buf_steal(&b, NULL);
 }
 
 static char *url_of(const sandbox_handle *h, const char *path)
@@ -296,16 +298,15 @@ static void status_error(struct run_ctx *x, long status, const char *what)
 
 static void interrupt(sandbox_handle *h, const char *path_fmt, const char *id)
 {
-    tk_buf p;
-    tk_buf_init(&p, 4096);
-    tk_buf_printf(&p, "%s", path_fmt);
-    qenc(&p, id);
+    char err[200];
+    char *p = query_path(path_fmt, id, err, sizeof err);
+    if (!p)
+        return;
     long status = 0;
     json_t *out = NULL;
-    char err[200];
-    execd_json(h, "DELETE", tk_buf_cstr(&p), NULL, 10000, &status, &out, err, sizeof err);
+    execd_json(h, "DELETE", p, NULL, 10000, &status, &out, err, sizeof err);
     json_decref(out);
-    tk_buf_free(&p);
+    free(p);
 }
 
 tk_status sandbox_execd_run_command(sandbox_handle *h, const char *command, long timeout_ms,
@@ -516,12 +517,11 @@ tk_status sandbox_execd_write_file(sandbox_handle *h, const char *path, const vo
 tk_status sandbox_execd_read_file(sandbox_handle *h, const char *path, size_t max, tk_buf *out,
                                   char *err, size_t errlen)
 {
-    tk_buf p;
-    tk_buf_init(&p, 8192);
-    tk_buf_append_str(&p, "/files/download?path=");
-    qenc(&p, path);
-    char *url = url_of(h, tk_buf_cstr(&p));
-    tk_buf_free(&p);
+    char *p = query_path("/files/download?path=", path, err, errlen);
+    if (!p)
+        return TK_EINVAL;
+    char *url = url_of(h, p);
+    free(p);
     tk_httpc_req req = {.method = "GET",
                         .url = url,
                         .headers = (const char *const *)h->headers,
@@ -590,12 +590,11 @@ static int head_data(const char *d, size_t n, void *ud)
 tk_status sandbox_execd_read_head(sandbox_handle *h, const char *path, size_t max, tk_buf *out,
                                   int *truncated, char *err, size_t errlen)
 {
-    tk_buf p;
-    tk_buf_init(&p, 8192);
-    tk_buf_append_str(&p, "/files/download?path=");
-    qenc(&p, path);
-    char *url = url_of(h, tk_buf_cstr(&p));
-    tk_buf_free(&p);
+    char *p = query_path("/files/download?path=", path, err, errlen);
+    if (!p)
+        return TK_EINVAL;
+    char *url = url_of(h, p);
+    free(p);
     char range[64];
     snprintf(range, sizeof range, "Range: bytes=0-%zu", max ? max - 1 : 0);
     const char *hdrs[40];
@@ -647,16 +646,15 @@ tk_status sandbox_execd_read_head(sandbox_handle *h, const char *path, size_t ma
 static tk_status get_json(sandbox_handle *h, const char *prefix, const char *path,
                           const char *extra, json_t **out, char *err, size_t errlen)
 {
-    tk_buf p;
-    tk_buf_init(&p, 8192);
-    tk_buf_append_str(&p, prefix);
-    qenc(&p, path);
-    if (extra)
-        tk_buf_append_str(&p, extra);
-    long status = 0;
     *out = NULL;
-    tk_status st = execd_json(h, "GET", tk_buf_cstr(&p), NULL, 30000, &status, out, err, errlen);
-    tk_buf_free(&p);
+    char *q = query_path(prefix, path, err, errlen);
+    if (!q)
+        return TK_EINVAL;
+    char *p = tk_asprintf("%s%s", q, extra ? extra : "");
+    free(q);
+    long status = 0;
+    tk_status st = execd_json(h, "GET", p, NULL, 30000, &status, out, err, errlen);
+    free(p);
     if (st != TK_OK) {
         maybe_gone(h, 0, NULL);
         return TK_ERROR;

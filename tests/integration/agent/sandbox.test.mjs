@@ -24,6 +24,7 @@ const SCENARIOS = {
   'df-make': call('execute_code', { code: "import pandas as pd\ndf = pd.DataFrame({'a': [1, 2, 3], 'b': ['x', 'y', 'z']})\ndf.shape" }),
   'df-use': call('execute_code', { code: "int(df['a'].sum()) * 10" }),
   'write-deep': call('write_file', { path: 'out/report.md', content: '# Report\n\nline two\n' }),
+  'write-odd': call('write_file', { path: 'odd dir/a&b?c#d=e+f é.txt', content: 'odd name\n' }),
   'read-deep': call('read_file', { path: '/workspace/out/report.md' }),
   'write-escape': call('write_file', { path: '../../etc/passwd', content: 'x' }),
   'sleep-long': call('execute_command', { command: 'sleep 30; echo finished' }),
@@ -160,6 +161,21 @@ describe('the sandbox lane', () => {
     assert.equal(got.status, 200);
     assert.equal(await got.text(), '# Report\n\nline two\n');
     assert.match(got.headers.get('content-disposition'), /attachment; filename="report.md"/);
+  });
+
+  test('a path with query characters, a space, a plus and UTF-8 reaches execd encoded, not cut or mixed up', async () => {
+    const u = makeUser(stack.pg);
+    const sid = await newSession(base, u);
+    await turn(base, u, sid, 'w #scenario:write-odd');
+    const name = 'odd dir/a&b?c#d=e+f é.txt';
+    const pv = await api(base, `/api/sessions/${sid}/files/preview?path=${encodeURIComponent(name)}`, { headers: u.auth });
+    assert.equal(pv.status, 200, pv.text);
+    assert.equal(pv.json.text, 'odd name\n');
+    // the name with its "+" read as a form's space is another file, not there
+    const other = await api(base, `/api/sessions/${sid}/files/preview?path=${encodeURIComponent(name.replace('+', ' '))}`, { headers: u.auth });
+    assert.equal(other.status, 404, other.text);
+    const ls = await api(base, `/api/sessions/${sid}/files?depth=2`, { headers: u.auth });
+    assert.ok(ls.json.entries.some((e) => e.path === `/workspace/${name}`), JSON.stringify(ls.json));
   });
 
   test('a reaped sandbox is noticed: reads say nothing yet, the next write starts afresh and says so', async () => {
