@@ -1,11 +1,14 @@
 /*
  * workspace.h — path safety for everything the agent writes or reads in a
  * sandbox: paths are confined to /workspace. Relative paths are taken under
- * /workspace; absolute ones must be inside it. NUL bytes, control characters,
- * ".." segments, "~" and over-long paths are refused (with the rule named), and
- * "." and repeated slashes are normalised. The result is only ever sent as a
- * JSON string or URL-encoded query value, never into a shell line; execd
- * confines paths again (and resolves symlinks beneath the root).
+ * /workspace; absolute ones must be inside it. The rules are lib/pathsafe's
+ * own (tk_pathsafe_check, strict: every "..", NUL bytes, control characters,
+ * invalid UTF-8, backslashes, "~", "$", percent-escapes, over-long names and
+ * paths are refused, with the rule named), the same execd applies again in
+ * the sandbox, so whatever execd would refuse is refused here first with the
+ * same message; "." and repeated slashes are normalised. The result is only
+ * ever sent as a JSON string or URL-encoded query value, never into a shell
+ * line; execd confines paths again (and resolves symlinks beneath the root).
  */
 #ifndef APP_WORKSPACE_H
 #define APP_WORKSPACE_H
