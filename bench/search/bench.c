@@ -317,6 +317,10 @@ static PGconn *open_store(const char *url, const char *user, const char *email, 
     PQclear(
         PQexecParams(c, "DELETE FROM utopia_terms WHERE user_id = $1", 1, NULL, p, NULL, NULL, 0));
     utopia_config_defaults(cfg);
+    /* BENCH_SEARCH_CANDIDATES: UTOPIA_SEARCH_CANDIDATES for an A/B */
+    const char *cand = getenv("BENCH_SEARCH_CANDIDATES");
+    if (cand && *cand)
+        cfg->candidates = strtoll(cand, NULL, 10);
     char err[256];
     if (utopia_init(u, cfg, err, sizeof err) != TK_OK) {
         fprintf(stderr, "bench: %s\n", err);

@@ -17,7 +17,8 @@
 # at 1M chunks, and the table keeps the dead rows): drop its database to remake it.
 # BENCH_SEARCH_PARTS="recall realtext upload latency" picks the parts;
 # BENCH_SEARCH_SIZES="10000 100000" limits the sizes; BENCH_SEARCH_N the
-# number of searches per size (default 400).
+# number of searches per size (default 400); BENCH_SEARCH_CANDIDATES overrides
+# UTOPIA_SEARCH_CANDIDATES for the realtext and upload parts (an A/B).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bench/search/build.sh

@@ -10,8 +10,9 @@
  * their number). The others are common; a chunk holding only those scores at
  * most the sum of their bounds, so when the k-th best score so far is above
  * it the ranking is exact and nothing more is read. Otherwise (a query of
- * common words only, or too few matches) up to the cap more chunks are scored:
- * those holding all the common terms first, then any of them.
+ * common words only, or too few matches) up to the cap more chunks are scored,
+ * taken by which of the common terms they hold (common_tiers): the subsets of
+ * terms that can add the most to a score first.
  */
 #include <math.h>
 #include <stdio.h>
@@ -178,59 +179,52 @@ static const char SQL_STATS[] =
 #define ONLY_TERMS(v) "ts_filter(setweight(setweight(" v ", 'D'), 'A', $4::text[]), '{a}')"
 /* BM25 of the chunks of relation src (id, tsv) */
 #define SCORE(src)                                                                                 \
-    "SELECT c.id, (SELECT sum(z.wt * f.tf * ($15::float8 + 1) / (f.tf + $15::float8 * (1 - "       \
-    "  $16::float8 + $16::float8 * length(c.tsv) / $12::float8))) FROM (SELECT a.lexeme, "         \
-    "  array_length(a.positions, 1) + ($17::float8 - 1) * coalesce(array_length(h.positions, 1), " \
+    "SELECT c.id, (SELECT sum(z.wt * f.tf * ($14::float8 + 1) / (f.tf + $14::float8 * (1 - "       \
+    "  $15::float8 + $15::float8 * length(c.tsv) / $11::float8))) FROM (SELECT a.lexeme, "         \
+    "  array_length(a.positions, 1) + ($16::float8 - 1) * coalesce(array_length(h.positions, 1), " \
     "  0) AS tf FROM unnest(" ONLY_TERMS("c.tsv") ") a LEFT JOIN unnest(" ONLY_TERMS(              \
         "ts_filter(c.tsv, '{a}')") ") h ON h.lexeme = a.lexeme) f JOIN unnest($4::text[], "        \
                                    "$5::float8[]) z(t, wt) ON z.t = f.lexeme) AS r FROM " src " c"
 #define CHUNKS_HEAD                                                                                \
     "WITH e AS (SELECT id, tsv FROM utopia_chunks WHERE $6::tsquery IS NOT NULL AND " SCOPE        \
-    "  AND tsv @@ $6::tsquery LIMIT $11), "                                                        \
-    "es AS (" SCORE(                                                                               \
-        "e") "), "                                                                                 \
-             "th AS (SELECT coalesce((SELECT r FROM es ORDER BY r DESC OFFSET $10::int - 1 LIMIT " \
-             "1), 0) "                                                                             \
-             "  AS v), "                                                                           \
-             "x AS (SELECT id, tsv FROM utopia_chunks WHERE $7::tsquery IS NOT NULL AND (SELECT "  \
-             "v FROM "                                                                             \
-             "  th) < $9::float8 AND " SCOPE " AND tsv @@ $7::tsquery LIMIT $11), "                \
-             "y AS (SELECT id, tsv FROM utopia_chunks WHERE $8::tsquery IS NOT NULL AND (SELECT "  \
-             "v FROM "                                                                             \
-             "  th) < $9::float8 AND (SELECT count(*) FROM x) < $11 AND " SCOPE                    \
-             " AND tsv @@ $8::tsquery LIMIT $11), "                                                \
-             "xs AS (" SCORE(                                                                      \
-                 "(SELECT * FROM x UNION ALL SELECT * FROM y)") "), "                              \
-                                                                "bm AS (SELECT id, max(r) AS r "   \
-                                                                "FROM (SELECT * FROM es UNION "    \
-                                                                "ALL SELECT * FROM xs) s WHERE r " \
-                                                                "> "                               \
-                                                                "  0 GROUP BY id ORDER BY 2 "      \
-                                                                "DESC, 1 LIMIT 100), "
-#define SEM_DOT  "(SELECT sum(a * b) FROM unnest(c.embedding, $18::real[]) t(a, b))"
+    "  AND tsv @@ $6::tsquery LIMIT $10), "                                                        \
+    "es AS (" SCORE("e") "), "                                                                     \
+                         "th AS (SELECT coalesce((SELECT r FROM es ORDER BY r DESC OFFSET "        \
+                         "$9::int - 1 LIMIT 1), 0) "                                               \
+                         "  AS v), "                                                               \
+                         "x AS (SELECT c.id, c.tsv FROM unnest($7::tsquery[]) q(tq) CROSS JOIN "   \
+                         "LATERAL (SELECT id, "                                                    \
+                         "  tsv FROM utopia_chunks WHERE " SCOPE                                   \
+                         " AND tsv @@ q.tq LIMIT $10) c WHERE (SELECT v FROM "                     \
+                         "  th) < $8::float8 LIMIT $10), "                                         \
+                         "xs AS (" SCORE("x") "), "                                                \
+                                              "bm AS (SELECT id, max(r) AS r FROM (SELECT * FROM " \
+                                              "es UNION ALL SELECT * FROM xs) s WHERE r > "        \
+                                              "  0 GROUP BY id ORDER BY 2 DESC, 1 LIMIT 100), "
+#define SEM_DOT  "(SELECT sum(a * b) FROM unnest(c.embedding, $17::real[]) t(a, b))"
 #define SEM_NONE "sem AS (SELECT NULL::bigint AS id, NULL::real AS r WHERE false), "
 #define SEM_ALL                                                                                    \
     "sem AS (SELECT id, r FROM (SELECT c.id, " SEM_DOT " AS r FROM utopia_chunks c WHERE "         \
     "  c.user_id = $1 AND ($3::uuid IS NULL OR c.chat_id = $3) AND c.embedding IS NOT NULL AND "   \
-    "  array_length(c.embedding, 1) = array_length($18::real[], 1)) s WHERE r > 0 ORDER BY 2 "     \
+    "  array_length(c.embedding, 1) = array_length($17::real[], 1)) s WHERE r > 0 ORDER BY 2 "     \
     "  DESC, 1 LIMIT 100), "
 #define SEM_CANDIDATES                                                                             \
     "sem AS (SELECT id, r FROM (SELECT c.id, " SEM_DOT " AS r FROM bm JOIN utopia_chunks c ON "    \
     "  c.id = bm.id WHERE c.embedding IS NOT NULL AND array_length(c.embedding, 1) = "             \
-    "  array_length($18::real[], 1)) s WHERE r > 0 ORDER BY 2 DESC, 1 LIMIT 100), "
+    "  array_length($17::real[], 1)) s WHERE r > 0 ORDER BY 2 DESC, 1 LIMIT 100), "
 #define CHUNKS_TAIL                                                                                 \
     "rk AS (SELECT id, r, row_number() OVER (ORDER BY r DESC, id) AS bm25, NULL::bigint AS "        \
     "  semantic FROM bm UNION ALL SELECT id, NULL, NULL, row_number() OVER (ORDER BY r DESC, id) "  \
     "  FROM sem), "                                                                                 \
     "fused AS (SELECT id, sum(1.0 / (60 + coalesce(bm25, semantic))) AS score, max(r) AS r, "       \
     "  min(bm25) AS bm25, min(semantic) AS semantic FROM rk GROUP BY id ORDER BY 2 DESC, 3 DESC "   \
-    "  NULLS LAST, 1 LIMIT $13) "                                                                   \
+    "  NULLS LAST, 1 LIMIT $12) "                                                                   \
     "SELECT coalesce(json_agg(json_build_object('type', 'chunk', 'score', "                         \
     "  round(f.score::numeric, 6), 'bm25', round(f.r::numeric, 6), 'document_id', c.document_id, "  \
     "  'title', d.title, 'position', c.position, 'heading', c.heading, 'chat_id', c.chat_id, "      \
     "  'ranks', json_strip_nulls(json_build_object('bm25', f.bm25, 'semantic', f.semantic)), "      \
-    "  'snippet', CASE WHEN $14::tsquery IS NULL THEN left(c.body, 300) ELSE "                      \
-    "  ts_headline($2::regconfig, c.body, $14::tsquery, 'StartSel=**, StopSel=**, MaxWords=40, "    \
+    "  'snippet', CASE WHEN $13::tsquery IS NULL THEN left(c.body, 300) ELSE "                      \
+    "  ts_headline($2::regconfig, c.body, $13::tsquery, 'StartSel=**, StopSel=**, MaxWords=40, "    \
     "  MinWords=15, MaxFragments=2, FragmentDelimiter=\" … \"') END) ORDER BY f.score DESC, f.r " \
     "  DESC NULLS LAST, f.id), '[]'::json) "                                                        \
     "FROM fused f JOIN utopia_chunks c ON c.id = f.id JOIN utopia_documents d ON d.id = "           \
@@ -268,6 +262,59 @@ static void tsq_add(tk_buf *b, const char *op, const char *t)
     tk_buf_append(b, "'", 1);
 }
 
+/* The candidates among the chunks of common terms (t, n of them, rarest
+ * first), as a tsquery[] literal of disjoint tiers: the chunks holding exactly
+ * a subset of the TIER_TERMS rarest (the others absent), subsets by the sum of
+ * their terms' weights, heaviest first, so chunks are taken in the order of
+ * what their common terms can add to a score rather than the index's; then,
+ * with more terms, the chunks holding any of the rest. */
+#define TIER_TERMS 6
+static void common_tiers(const qterm *t, size_t n, tk_buf *out)
+{
+    size_t m = n < TIER_TERMS ? n : TIER_TERMS;
+    unsigned sets[1u << TIER_TERMS];
+    double wsum[1u << TIER_TERMS];
+    size_t ns = 0;
+    for (unsigned s = 1; s < (1u << m); s++) {
+        double w = 0;
+        for (size_t i = 0; i < m; i++)
+            if (s & (1u << i))
+                w += t[i].w;
+        /* insertion by weight, heaviest first (ties: the larger set) */
+        size_t j = ns++;
+        while (j > 0 && (wsum[j - 1] < w || (wsum[j - 1] == w && sets[j - 1] < s))) {
+            sets[j] = sets[j - 1];
+            wsum[j] = wsum[j - 1];
+            j--;
+        }
+        sets[j] = s;
+        wsum[j] = w;
+    }
+    tk_buf q;
+    tk_buf_init(&q, TK_CAP_SMALL);
+    tk_buf_append(out, "{", 1);
+    for (size_t k = 0; k < ns; k++) {
+        tk_buf_reset(&q);
+        for (size_t i = 0; i < m; i++)
+            if (sets[k] & (1u << i))
+                tsq_add(&q, "&", t[i].t);
+        for (size_t i = 0; i < m; i++)
+            if (!(sets[k] & (1u << i))) {
+                tk_buf_append(&q, " & !", 4);
+                tsq_add(&q, "", t[i].t);
+            }
+        array_add(out, tk_buf_cstr(&q));
+    }
+    if (n > m) {
+        tk_buf_reset(&q);
+        for (size_t i = m; i < n; i++)
+            tsq_add(&q, "|", t[i].t);
+        array_add(out, tk_buf_cstr(&q));
+    }
+    tk_buf_append(out, "}", 1);
+    tk_buf_free(&q);
+}
+
 tk_status utopia_bm25_chunks(const utopia *u, PGconn *c, const char *user_id, const char *chat,
                              const char *q, int k, const char *qvec, json_t **out, char *err,
                              size_t errlen)
@@ -291,13 +338,12 @@ tk_status utopia_bm25_chunks(const utopia *u, PGconn *c, const char *user_id, co
     json_t *tj = json_object_get(stats, "terms");
     qterm terms[64] = {0};
     size_t nt = 0;
-    tk_buf all, terms_lit, wts_lit, ess, and_rest, or_rest;
+    tk_buf all, terms_lit, wts_lit, ess, tiers;
     tk_buf_init(&all, TK_CAP_SMALL);
     tk_buf_init(&terms_lit, TK_CAP_SMALL);
     tk_buf_init(&wts_lit, TK_CAP_SMALL);
     tk_buf_init(&ess, TK_CAP_SMALL);
-    tk_buf_init(&and_rest, TK_CAP_SMALL);
-    tk_buf_init(&or_rest, TK_CAP_SMALL);
+    tk_buf_init(&tiers, TK_CAP_SMALL);
     size_t i;
     json_t *t;
     json_array_foreach(tj, i, t)
@@ -326,13 +372,12 @@ tk_status utopia_bm25_chunks(const utopia *u, PGconn *c, const char *user_id, co
         if (i < ne) {
             tsq_add(&ess, "|", terms[i].t);
         } else {
-            tsq_add(&and_rest, "&", terms[i].t);
-            tsq_add(&or_rest, "|", terms[i].t);
             ub_rest += terms[i].w * (UTOPIA_BM25_K1 + 1);
         }
     }
     tk_buf_append(&terms_lit, "}", 1);
     tk_buf_append(&wts_lit, "}", 1);
+    common_tiers(terms + ne, nt - ne, &tiers);
     if (nt == 0 && !qvec) {
         *out = json_array();
         goto done;
@@ -351,8 +396,7 @@ tk_status utopia_bm25_chunks(const utopia *u, PGconn *c, const char *user_id, co
                        tk_buf_cstr(&terms_lit),
                        tk_buf_cstr(&wts_lit),
                        ess.len ? ess.data : NULL,
-                       and_rest.len ? and_rest.data : NULL,
-                       nt - ne > 1 ? or_rest.data : NULL,
+                       tk_buf_cstr(&tiers),
                        ubv,
                        ks,
                        capv,
@@ -366,15 +410,14 @@ tk_status utopia_bm25_chunks(const utopia *u, PGconn *c, const char *user_id, co
     const char *sql = !qvec                    ? SQL_CHUNKS
                       : n <= u->embed_scan_all ? SQL_CHUNKS_SEM_ALL
                                                : SQL_CHUNKS_SEM_CAND;
-    if (!(*out = utopia_db_json(c, sql, qvec ? 18 : 17, p, NULL, err, errlen)))
+    if (!(*out = utopia_db_json(c, sql, qvec ? 17 : 16, p, NULL, err, errlen)))
         st = TK_ERROR;
 done:
     tk_buf_free(&all);
     tk_buf_free(&terms_lit);
     tk_buf_free(&wts_lit);
     tk_buf_free(&ess);
-    tk_buf_free(&and_rest);
-    tk_buf_free(&or_rest);
+    tk_buf_free(&tiers);
 out:
     json_decref(stats);
     tk_buf_free(&words);

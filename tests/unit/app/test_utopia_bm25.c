@@ -351,4 +351,42 @@ TEST(the_migration_counts_the_chunks_stored_before_it)
     PQfinish(c);
 }
 
+/* Every word of the query common (more chunks than UTOPIA_SEARCH_CANDIDATES,
+ * lowered to 4 here), no chunk holding all of them: the chunks scored are
+ * picked by which words they hold, the heaviest combination first, so the one
+ * chunk with the two rarer words is found although eight chunks holding only
+ * the commonest come first in the table (and the index). */
+TEST(common_words_pick_candidates_by_the_words_they_hold)
+{
+    PGconn *c = setup("common", NULL);
+    U.cfg.candidates = 4;
+    char *ids[20];
+    int n = 0;
+    for (int i = 0; i < 8; i++)
+        ids[n++] = add_doc(c, U1, NULL, NULL, "text/plain", "Epsilon and filler text.");
+    for (int i = 0; i < 5; i++)
+        ids[n++] = add_doc(c, U1, NULL, NULL, "text/plain", "Gamma and filler text.");
+    for (int i = 0; i < 5; i++)
+        ids[n++] = add_doc(c, U1, NULL, NULL, "text/plain", "Delta and filler text.");
+    char *want = add_doc(c, U1, NULL, NULL, "text/plain", "Gamma delta.");
+    json_t *res = search(c, "gamma delta epsilon", NULL);
+    CHECK_INT((int)json_array_size(res), >=, 1);
+    CHECK_STR(tk_json_str(json_array_get(res, 0), "document_id"), want);
+    /* its score is the formula's over the scope: N 19, df(gamma) = df(delta)
+     * = 6; lexemes: untitl(A) gamma delta, length 3, tf 1 each; the others
+     * untitl(A) and three words of the body, length 4 */
+    double avg = (18 * 4 + 3) / 19.0, idf = log(1 + (19 - 6 + 0.5) / 6.5);
+    double want_score = 2 * idf * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 3 / avg));
+    double got = json_number_value(json_object_get(json_array_get(res, 0), "bm25"));
+    if (fabs(got - want_score) > 1e-6)
+        TK_TEST_FAIL("score %.6f, want %.6f", got, want_score);
+    for (int i = 0; i < n; i++)
+        free(ids[i]);
+    free(want);
+    json_decref(last);
+    last = NULL;
+    U.cfg.candidates = 200;
+    PQfinish(c);
+}
+
 TEST_MAIN()
