@@ -15,6 +15,7 @@
 #include "app/settings.h"
 #include "lib/json.h"
 #include "lib/log.h"
+#include "lib/utf8.h"
 
 static const struct {
     const char *ext, *mime;
@@ -80,7 +81,7 @@ static int looks_text(const char *s, size_t n)
     }
     if (end > 0 && ((unsigned char)s[end - 1] & 0x80))
         end--;
-    return app_utf8_chars(s, end) >= 0;
+    return tk_utf8_count(s, end) >= 0;
 }
 
 static tk_status existing(const char *user_id, const char *session_id, const volatile int *cancel,
@@ -172,15 +173,9 @@ tk_status agent_files_preview(const char *user_id, const char *session_id, const
             free(b64);
         } else if (data.len > 0 && looks_text(data.data, data.len)) {
             /* at most max_chars characters */
-            size_t chars = 0, cut = data.len;
-            for (size_t i = 0; i < data.len; i++)
-                if (((unsigned char)data.data[i] & 0xC0) != 0x80 && chars++ == (size_t)max_chars) {
-                    cut = i;
-                    truncated = 1;
-                    break;
-                }
-            while (cut > 0 && cut < data.len && ((unsigned char)data.data[cut] & 0xC0) == 0x80)
-                cut--;
+            size_t cut = tk_utf8_cut_chars(data.data, data.len, (size_t)max_chars, NULL);
+            if (cut < data.len)
+                truncated = 1;
             json_object_set_new(o, "kind", json_string("text"));
             json_object_set_new(o, "text", json_stringn(data.data, cut));
         } else if (data.len == 0 && !truncated) {

@@ -236,11 +236,6 @@ const char *app_settings_source(const char *env_name)
     return NULL;
 }
 
-long app_utf8_chars(const char *s, size_t len)
-{
-    return tk_utf8_count(s, len);
-}
-
 /* Reads a whole small file; TK_ETOOBIG past max bytes. */
 static tk_status read_file(const char *path, size_t max, tk_buf *out, char *err, size_t errlen)
 {

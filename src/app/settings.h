@@ -159,7 +159,4 @@ const char *app_settings_source(const char *env_name);
 tk_status app_settings_validate(const app_settings *s, char **system_prompt, char *err,
                                 size_t errlen);
 
-/* Counts the characters (code points) of UTF-8 text; -1 when not valid UTF-8. */
-long app_utf8_chars(const char *s, size_t len);
-
 #endif

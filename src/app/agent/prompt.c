@@ -13,6 +13,7 @@
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/tktime.h"
+#include "lib/utf8.h"
 
 /* A lookup takes at most this much of the turn's text (as search_chunks takes
  * at most this much of its query): a long message is looked up by its start. */
@@ -36,9 +37,7 @@ static void memories_gather(PGconn *c, const char *user_id, const char *chat_id,
     char *q = NULL;
     size_t n = strlen(text);
     if (n > MEMORY_QUERY_MAX) {
-        size_t cut = MEMORY_QUERY_MAX;
-        while (cut > 0 && ((unsigned char)text[cut] & 0xC0) == 0x80)
-            cut--;
+        size_t cut = tk_utf8_cut(text, n, MEMORY_QUERY_MAX);
         size_t word = cut;
         while (word > MEMORY_QUERY_MAX / 2 && text[word] != ' ' && text[word] != '\n')
             word--;
@@ -70,10 +69,10 @@ static void memories_append(tk_buf *b, const agent_memory_offer *o, agent_trace 
         return;
     json_t *list = json_object_get(o->found, "memories");
     json_t *offered = json_array();
-    long chars = app_utf8_chars(tk_buf_cstr(b), b->len);
+    long chars = tk_utf8_count(tk_buf_cstr(b), b->len);
     if (chars < 0)
         chars = (long)b->len;
-    long header = app_utf8_chars(MEMORY_HEADER, strlen(MEMORY_HEADER));
+    long header = tk_utf8_count(MEMORY_HEADER, strlen(MEMORY_HEADER));
     int tokens = 0, left_out = 0;
     size_t i;
     json_t *m;
@@ -85,7 +84,7 @@ static void memories_append(tk_buf *b, const agent_memory_offer *o, agent_trace 
         for (char *p = line + 2; p[1]; p++)
             if (*p == '\n' || *p == '\r')
                 *p = ' ';
-        long lc = app_utf8_chars(line, strlen(line));
+        long lc = tk_utf8_count(line, strlen(line));
         if (lc < 0)
             lc = (long)strlen(line);
         /* the system prompt guardrail counts what is added */
@@ -103,9 +102,7 @@ static void memories_append(tk_buf *b, const agent_memory_offer *o, agent_trace 
         int cost = (int)(strlen(text) + 3) / 4 + 4;
         tokens += cost;
         char preview[240];
-        size_t plen = strlen(text) < 200 ? strlen(text) : 200;
-        while (plen > 0 && plen < strlen(text) && ((unsigned char)text[plen] & 0xC0) == 0x80)
-            plen--;
+        size_t plen = tk_utf8_cut(text, strlen(text), 200);
         snprintf(preview, sizeof preview, "%.*s%s", (int)plen, text,
                  plen < strlen(text) ? "…" : "");
         json_array_append_new(offered, tk_json_obj("id", json_incref(json_object_get(m, "id")),
@@ -146,12 +143,12 @@ static void skills_append(tk_buf *b, const agent_skills_offer *o, agent_trace *t
 {
     if (!o->set || o->set->n == 0)
         return;
-    long chars = app_utf8_chars(tk_buf_cstr(b), b->len);
+    long chars = tk_utf8_count(tk_buf_cstr(b), b->len);
     if (chars < 0)
         chars = (long)b->len;
     const char *more = "\nMore skills than fit here: list_skills names them all.";
-    long fixed = app_utf8_chars(SKILLS_HEADER "\n", strlen(SKILLS_HEADER "\n")) +
-                 app_utf8_chars(more, strlen(more));
+    long fixed = tk_utf8_count(SKILLS_HEADER "\n", strlen(SKILLS_HEADER "\n")) +
+                 tk_utf8_count(more, strlen(more));
     long budget = (long)app_get()->cfg->skills_prompt_budget;
     if (budget > APP_SYSTEM_PROMPT_MAX - chars)
         budget = APP_SYSTEM_PROMPT_MAX - chars;
@@ -172,7 +169,7 @@ static void skills_append(tk_buf *b, const agent_skills_offer *o, agent_trace *t
                           o->start_ms ? o->start_ms : tk_now_ms(), o->duration_ms, "ok",
                           tk_json_obj("enabled", json_integer((json_int_t)o->set->n), "shown",
                                       json_integer((json_int_t)shown), "chars",
-                                      json_integer(cat ? app_utf8_chars(cat, strlen(cat)) : 0),
+                                      json_integer(cat ? tk_utf8_count(cat, strlen(cat)) : 0),
                                       "budget", json_integer(app_get()->cfg->skills_prompt_budget),
                                       "skills", names, NULL));
     }

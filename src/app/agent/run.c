@@ -22,6 +22,7 @@
 #include "lib/log.h"
 #include "lib/pg.h"
 #include "lib/tktime.h"
+#include "lib/utf8.h"
 
 enum { RUN_IDLE, RUN_STREAMING, RUN_PERSISTING, RUN_TOOL, RUN_FINISHED };
 
@@ -475,15 +476,8 @@ static void tool_work(void *ud)
 
 static char *cap_content(const char *s, size_t max_chars, size_t *orig_chars)
 {
-    /* counts code points; cuts at a code point boundary */
-    size_t chars = 0, cut = 0, len = strlen(s);
-    for (size_t i = 0; i < len; i++) {
-        if (((unsigned char)s[i] & 0xC0) != 0x80) {
-            if (chars == max_chars)
-                cut = i;
-            chars++;
-        }
-    }
+    /* counts characters; cuts at a character boundary */
+    size_t chars = 0, cut = tk_utf8_cut_chars(s, strlen(s), max_chars, &chars);
     *orig_chars = chars;
     if (chars <= max_chars)
         return tk_strdup(s);
@@ -512,9 +506,7 @@ static void call_done(agent_call *c)
         agent_span_attrs(c->span, json_deep_copy(c->attrs));
     agent_span_end(c->span, cancelled ? "cancelled" : c->res.is_error ? "error" : "ok");
     /* what the user sees: a preview of the result and the tool's data */
-    size_t plen = strlen(content) > 4000 ? 4000 : strlen(content);
-    while (plen > 0 && ((unsigned char)content[plen] & 0xC0) == 0x80)
-        plen--;
+    size_t plen = tk_utf8_cut(content, strlen(content), 4000);
     json_t *ev = tk_json_obj(
         "call_id", json_string(c->id), "name", json_string(c->name), "lane",
         json_string(agent_lane_name(c->tool ? c->tool->lane : AGENT_LANE_FAST)), "ok",
@@ -732,13 +724,7 @@ agent_run *agent_run_start(const agent_run_cfg *cfg)
     snprintf(r->turn_id, sizeof r->turn_id, "%s", cfg->turn_id);
     /* the system prompt guardrail, whatever the caller passed */
     const char *sys = cfg->system ? cfg->system : "";
-    size_t chars = 0, cut = strlen(sys);
-    for (size_t i = 0; sys[i]; i++)
-        if (((unsigned char)sys[i] & 0xC0) != 0x80 && chars++ == APP_SYSTEM_PROMPT_MAX) {
-            cut = i;
-            break;
-        }
-    r->system = tk_strndup(sys, cut);
+    r->system = tk_strndup(sys, tk_utf8_cut_chars(sys, strlen(sys), APP_SYSTEM_PROMPT_MAX, NULL));
     r->label = cfg->label ? tk_strdup(cfg->label) : NULL;
     r->parent_span = cfg->parent_span ? tk_strdup(cfg->parent_span) : NULL;
     r->cfg.system = r->system;

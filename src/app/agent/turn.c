@@ -23,6 +23,7 @@
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/tktime.h"
+#include "lib/utf8.h"
 
 #define CONTENT_MAX_CHARS 100000
 
@@ -567,7 +568,7 @@ static void h_post_message(tk_req *r, void *ud)
     }
     const char *content = json_string_value(jc);
     size_t clen = json_string_length(jc);
-    long chars = app_utf8_chars(content, clen);
+    long chars = tk_utf8_count(content, clen);
     if (chars < 1 || chars > CONTENT_MAX_CHARS || memchr(content, 0, clen)) {
         tk_respond_error(r, 400, "INVALID_REQUEST", "\"content\" must be 1 to %d characters",
                          CONTENT_MAX_CHARS);

@@ -22,6 +22,7 @@
 
 #include "lib/arena.h"
 #include "lib/common.h"
+#include "lib/utf8.h"
 
 /* ------------------------------------------------------------------ tags */
 
@@ -423,7 +424,8 @@ static size_t char_ref(const char *s, size_t n, int in_attr, uint32_t *cp)
 
 /* --------------------------------------------------------------- UTF-8 */
 
-/* Decodes one character of p[0..n) (n >= 1). */
+/* Decodes one character of p[0..n) (n >= 1): lib/utf8's decoder, a byte of
+ * Windows-1252 where the page is in that encoding, else U+FFFD for one byte. */
 static size_t dec_char(const unsigned char *p, size_t n, int cp1252, uint32_t *cp)
 {
     unsigned c = p[0];
@@ -435,54 +437,11 @@ static size_t dec_char(const unsigned char *p, size_t n, int cp1252, uint32_t *c
         *cp = c < 0xA0 ? cp1252_hi[c - 0x80] : c;
         return 1;
     }
-    size_t k;
-    uint32_t v, min;
-    if ((c & 0xE0) == 0xC0)
-        k = 1, v = c & 0x1F, min = 0x80;
-    else if ((c & 0xF0) == 0xE0)
-        k = 2, v = c & 0x0F, min = 0x800;
-    else if ((c & 0xF8) == 0xF0)
-        k = 3, v = c & 0x07, min = 0x10000;
-    else
-        goto bad;
-    if (n <= k)
-        goto bad;
-    for (size_t j = 1; j <= k; j++) {
-        if ((p[j] & 0xC0) != 0x80)
-            goto bad;
-        v = (v << 6) | (p[j] & 0x3F);
-    }
-    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
-        goto bad;
-    *cp = v;
-    return k + 1;
-bad:
+    size_t k = tk_utf8_decode((const char *)p, n, cp);
+    if (k)
+        return k;
     *cp = 0xFFFD;
     return 1;
-}
-
-static size_t enc_char(uint32_t cp, char out[4])
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
 }
 
 /* Characters never written: NUL, C0 controls but tab/LF/CR, DEL, C1. */
@@ -499,7 +458,7 @@ size_t html_text_utf8(const char *s, size_t len, int cp1252, tk_buf *out)
         size_t k = dec_char((const unsigned char *)s + i, len - i, cp1252, &cp);
         if (!dropped_char(cp)) {
             char e[4];
-            if (tk_buf_append(out, e, enc_char(cp, e)) != TK_OK)
+            if (tk_buf_append(out, e, tk_utf8_encode(cp, e)) != TK_OK)
                 return i;
         }
         i += k;
@@ -658,7 +617,7 @@ static void link_text_cp(struct ctx *x, uint32_t cp, int space)
         return;
     }
     char e[4];
-    size_t k = enc_char(cp, e);
+    size_t k = tk_utf8_encode(cp, e);
     if (x->ltext_len + k + (size_t)x->ltext_space > HTML_TEXT_LINK_TEXT_MAX)
         return;
     if (x->ltext_space)
@@ -696,7 +655,7 @@ static void put_char(struct ctx *x, uint32_t cp)
     x->after_marker = 0;
     flush(x);
     char e[4];
-    out_write(x, e, enc_char(cp, e));
+    out_write(x, e, tk_utf8_encode(cp, e));
     if (x->open_link)
         link_text_cp(x, cp, is_ws((int)cp));
 }
@@ -722,7 +681,7 @@ static size_t attr_decode(const char *v, size_t len, char *out, size_t outlen)
         char e[4];
         size_t el;
         if (k) {
-            el = enc_char(cp, e);
+            el = tk_utf8_encode(cp, e);
             i += k;
         } else {
             e[0] = v[i];
@@ -1189,7 +1148,7 @@ static void title_text(struct ctx *x, size_t i, size_t end)
         size_t el = 0;
         if (space)
             e[el++] = ' ';
-        el += enc_char(cp, e + el);
+        el += tk_utf8_encode(cp, e + el);
         if (tk_buf_append(&x->title, e, el) != TK_OK)
             return;
         space = 0;

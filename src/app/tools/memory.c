@@ -12,6 +12,7 @@
 #include "app/utopia/utopia.h"
 #include "lib/buf.h"
 #include "lib/json.h"
+#include "lib/utf8.h"
 
 /* Results the model is shown at most (the search may find more). */
 #define SEARCH_K_DEFAULT 8
@@ -47,9 +48,7 @@ static void append_cut(tk_buf *b, const char *s, size_t max)
         tk_buf_append(b, s, n);
         return;
     }
-    while (max > 0 && ((unsigned char)s[max] & 0xC0) == 0x80)
-        max--;
-    tk_buf_append(b, s, max);
+    tk_buf_append(b, s, tk_utf8_cut(s, n, max));
     tk_buf_append_str(b, "…");
 }
 
@@ -331,7 +330,7 @@ static void run_save_document(agent_call *call, const json_t *args, agent_result
                                 "harvest: findings\") is required");
         return;
     }
-    long tchars = app_utf8_chars(json_string_value(jt), json_string_length(jt));
+    long tchars = tk_utf8_count(json_string_value(jt), json_string_length(jt));
     if (tchars < 0 || tchars > SAVE_TITLE_MAX) {
         agent_result_error(out, "\"title\" must be UTF-8 text of at most %d characters",
                            SAVE_TITLE_MAX);

@@ -17,6 +17,7 @@
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/tktime.h"
+#include "lib/utf8.h"
 
 #define TASK_MAX_CHARS    20000
 #define CONTEXT_MAX_CHARS 60000
@@ -144,13 +145,7 @@ const char **agent_subagent_tools(int role)
 
 char *agent_subagent_cap(const char *text, size_t max_chars, const char *role)
 {
-    size_t chars = 0, cut = 0, len = strlen(text);
-    for (size_t i = 0; i < len; i++)
-        if (((unsigned char)text[i] & 0xC0) != 0x80) {
-            if (chars == max_chars)
-                cut = i;
-            chars++;
-        }
+    size_t chars = 0, cut = tk_utf8_cut_chars(text, strlen(text), max_chars, &chars);
     if (chars <= max_chars)
         return tk_strdup(text);
     return tk_asprintf("%.*s\n[... the %s's answer was %zu characters; the first %zu are shown "
@@ -266,7 +261,7 @@ static void refuse(agent_call *call, const char *fmt, ...)
 
 static int chars_of(const json_t *s)
 {
-    long n = app_utf8_chars(json_string_value(s), json_string_length(s));
+    long n = tk_utf8_count(json_string_value(s), json_string_length(s));
     return n < 0 ? -1 : (int)n;
 }
 

@@ -14,6 +14,7 @@
 #include "lib/buf.h"
 #include "lib/json.h"
 #include "lib/url.h"
+#include "lib/utf8.h"
 
 #define RESULT_MAX  (64u << 20) /* a hard cap on the result buffer (the text is capped first) */
 #define BACKOFF_MAX 200         /* a cut looks this far back for a word boundary */
@@ -98,29 +99,13 @@ static enum format format_of(const char *type, const char *body, size_t len)
  * line break when one is near. */
 static size_t cut_at(const char *s, size_t len, size_t max, size_t *total)
 {
-    size_t chars = 0, cut = len;
-    for (size_t i = 0; i < len; i++) {
-        if (((unsigned char)s[i] & 0xC0) != 0x80) {
-            if (chars == max)
-                cut = i;
-            chars++;
-        }
-    }
-    *total = chars;
+    size_t cut = tk_utf8_cut_chars(s, len, max, total);
     if (cut == len)
         return len;
     for (size_t k = cut; k > 0 && cut - k < BACKOFF_MAX; k--)
         if (s[k - 1] == ' ' || s[k - 1] == '\n')
             return k - 1 > 0 ? k - 1 : cut;
     return cut;
-}
-
-static size_t chars_of(const char *s, size_t len)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < len; i++)
-        n += ((unsigned char)s[i] & 0xC0) != 0x80;
-    return n;
 }
 
 static int is_refusal(tk_ssrf_code c)
@@ -346,7 +331,7 @@ void web_fetch_shape(const char *url, tk_status st, const tk_ssrf_result *r, siz
     } else {
         cut = cut_at(text.data, text.len, max_chars, &total);
         cut_text = cut < text.len || doc.truncated;
-        shown_chars = chars_of(text.data, cut);
+        shown_chars = tk_utf8_chars(text.data, cut);
         tk_buf_append_str(&b, "\n");
         tk_buf_append(&b, text.data, cut);
         tk_buf_append_str(&b, "\n");
