@@ -23,6 +23,7 @@
 #include "app/notify/notify_tools.h"
 #include "app/sandbox/sandbox.h"
 #include "app/schedules/schedules_runner.h"
+#include "app/snapshots/snapshots.h"
 #include "app/schedules/schedules_tools.h"
 #include "app/sessions.h"
 #include "app/skills.h"
@@ -196,7 +197,8 @@ tk_status app_agent_start(char *err, size_t errlen)
     if (agent_events_start(err, errlen) != TK_OK)
         return TK_ERROR;
     app_sessions_on_delete(on_session_deleted, NULL);
-    if (schedules_runner_start(err, errlen) != TK_OK || notify_start(err, errlen) != TK_OK)
+    if (schedules_runner_start(err, errlen) != TK_OK || notify_start(err, errlen) != TK_OK ||
+        snapshots_start(err, errlen) != TK_OK)
         return TK_ERROR;
     started = 1;
     size_t offered = 0;
@@ -245,5 +247,6 @@ void app_agent_stop(void)
     /* the pools finish what they hold; their completions still reach the loop */
     agent_runtime_stop();
     agent_events_stop();
+    snapshots_stop();
     started = 0;
 }

@@ -8,6 +8,7 @@
  *   tusko backup [--out FILE] [--schedule]          a backup archive while serving goes on
  *   tusko restore FILE [--force]                    a backup into an empty database and data folder
  *   tusko check-url URL                             would a fetch for the agent be allowed?
+ *   tusko s3 check|ls|put|get|rm|uploads|abort      the snapshots' object store (S3_*)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include "app/durability.h"
 #include "app/schema.h"
 #include "app/server.h"
+#include "app/snapshots/snapshots_store.h"
 #include "lib/embed.h"
 #include "lib/httpc.h"
 #include "lib/log.h"
@@ -55,7 +57,9 @@ static tk_prog prog = {
         "                                 prints allowed and the addresses a fetch would "
         "use,\n"
         "                                 or refused <code>: <reason> (exit 0 / 1); "
-        "fetches nothing\n",
+        "fetches nothing\n"
+        "  s3 check | ls [PREFIX] | put KEY FILE | get KEY FILE | rm KEY | uploads [PREFIX]\n"
+        "     | abort KEY UPLOAD_ID       the snapshots' object store (S3_* settings only)\n",
 };
 
 /* `tusko check-url` reads only the outbound fetch settings: no database. */
@@ -75,6 +79,27 @@ static int check_url(int argc, char **argv)
     tk_prog_init(&check_url_prog, argc, argv, &argi);
     int rc = app_cli_check_url(argc - argi, argv + argi);
     tk_config_free(check_url_settings, TK_ARRAY_LEN(check_url_settings));
+    return rc;
+}
+
+/* `tusko s3` reads only the store's settings: no database. */
+static snapshots_config s3_cfg;
+static tk_setting s3_settings[] = {SNAPSHOTS_SETTINGS(s3_cfg)};
+static tk_prog s3_prog = {
+    .name = "tusko s3",
+    .summary = "check and use the snapshots' object store (S3_* settings)",
+    .usage = "check | ls [PREFIX] | put KEY FILE | get KEY FILE | rm KEY | uploads [PREFIX] | "
+             "abort KEY UPLOAD_ID",
+    .settings = s3_settings,
+    .nsettings = TK_ARRAY_LEN(s3_settings),
+};
+
+static int s3_cmd(int argc, char **argv)
+{
+    int argi = 2;
+    tk_prog_init(&s3_prog, argc, argv, &argi);
+    int rc = snapshots_store_cli(argc - argi, argv + argi, &s3_cfg);
+    tk_config_free(s3_settings, TK_ARRAY_LEN(s3_settings));
     return rc;
 }
 
@@ -145,6 +170,8 @@ int main(int argc, char **argv)
     int argi = 1;
     if (argc > 1 && strcmp(argv[1], "check-url") == 0)
         return check_url(argc, argv);
+    if (argc > 1 && strcmp(argv[1], "s3") == 0)
+        return s3_cmd(argc, argv);
     if (argc > 1 && argv[1][0] != '-') {
         cmd = argv[1];
         argi = 2;
