@@ -28,7 +28,7 @@ typedef struct {
     int before_reap;       /* SNAPSHOT_BEFORE_REAP */
 } snapshots_config;
 
-int snapshots_check_path_style(const char *v, char *msg, size_t msglen);
+int snapshots_store_check_path_style(const char *v, char *msg, size_t msglen);
 
 /* clang-format off */
 #define SNAPSHOTS_SETTINGS(c)                                                                      \
@@ -49,7 +49,7 @@ int snapshots_check_path_style(const char *v, char *msg, size_t msglen);
      .flags = TK_SET_SECRET, .out = &(c).secret_key},                                              \
     {"S3_FORCE_PATH_STYLE", "s3-force-path-style", TK_SET_STR, "auto",                            \
      "path-style URLs (endpoint/bucket/key): auto (on unless the endpoint is amazonaws.com), "    \
-     "true or false", .out = &(c).path_style, .check = snapshots_check_path_style},               \
+     "true or false", .out = &(c).path_style, .check = snapshots_store_check_path_style},               \
     {"S3_PART_SIZE", "s3-part-size", TK_SET_INT, "16",                                             \
      "MiB per part of a multipart upload", .min = 5, .max = 5120, .out = &(c).part_mib},          \
     {"S3_MULTIPART_THRESHOLD", "s3-multipart-threshold", TK_SET_INT, "64",                         \

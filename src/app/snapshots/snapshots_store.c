@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int snapshots_check_path_style(const char *v, char *msg, size_t msglen)
+int snapshots_store_check_path_style(const char *v, char *msg, size_t msglen)
 {
     if (strcmp(v, "auto") == 0 || strcmp(v, "true") == 0 || strcmp(v, "false") == 0)
         return 0;
