@@ -20,6 +20,7 @@
 #include "app/sandbox/sandbox.h"
 #include "app/notify/notify.h"
 #include "app/schedules/schedules_api.h"
+#include "app/snapshots/snapshots_api.h"
 #include "app/sessions.h"
 #include "app/utopia/routes.h"
 #include "app/upload.h"
@@ -33,17 +34,18 @@ struct route_set {
 
 /* Every module's routes, in match order. Add yours here (one line). */
 static const struct route_set sets[] = {
-    {app_local_routes, &app_local_nroutes},       /* /api/auth/... (sign-in, public) */
-    {app_oidc_routes, &app_oidc_nroutes},         /* /api/auth/oidc/... (public) */
-    {app_me_routes, &app_me_nroutes},             /* /api/me, /api/models */
-    {app_account_routes, &app_account_nroutes},   /* GET /api/me/export, DELETE /api/me */
-    {agent_turn_routes, &agent_turn_nroutes},     /* POST /api/sessions/{id}/messages|cancel */
-    {agent_hub_routes, &agent_hub_nroutes},       /* GET /api/sessions/{id}/events */
-    {app_upload_routes, &app_upload_nroutes},     /* .../files/upload (upload.c) */
-    {agent_files_routes, &agent_files_nroutes},   /* .../files..., /api/downloads/{id} */
-    {agent_trace_routes, &agent_trace_nroutes},   /* GET /api/turns/{id}/trace */
-    {sandbox_routes, &sandbox_nroutes},           /* GET /api/sandboxes */
-    {app_sessions_routes, &app_sessions_nroutes}, /* /api/sessions... */
+    {app_local_routes, &app_local_nroutes},         /* /api/auth/... (sign-in, public) */
+    {app_oidc_routes, &app_oidc_nroutes},           /* /api/auth/oidc/... (public) */
+    {app_me_routes, &app_me_nroutes},               /* /api/me, /api/models */
+    {app_account_routes, &app_account_nroutes},     /* GET /api/me/export, DELETE /api/me */
+    {agent_turn_routes, &agent_turn_nroutes},       /* POST /api/sessions/{id}/messages|cancel */
+    {agent_hub_routes, &agent_hub_nroutes},         /* GET /api/sessions/{id}/events */
+    {app_upload_routes, &app_upload_nroutes},       /* .../files/upload (upload.c) */
+    {agent_files_routes, &agent_files_nroutes},     /* .../files..., /api/downloads/{id} */
+    {agent_trace_routes, &agent_trace_nroutes},     /* GET /api/turns/{id}/trace */
+    {sandbox_routes, &sandbox_nroutes},             /* GET /api/sandboxes */
+    {snapshots_api_routes, &snapshots_api_nroutes}, /* /api/sessions/{id}/snapshots... */
+    {app_sessions_routes, &app_sessions_nroutes},   /* /api/sessions... */
     /* /api/schedules... */
     {schedules_api_routes, &schedules_api_nroutes},
     /* /api/notify/telegram... */

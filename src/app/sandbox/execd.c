@@ -564,6 +564,57 @@ tk_status sandbox_execd_read_file(sandbox_handle *h, const char *path, size_t ma
     return st;
 }
 
+struct stream_ctx {
+    int (*on_data)(const char *d, size_t n, void *ud);
+    void *ud;
+    int failed;
+};
+
+static int stream_data(const char *d, size_t n, void *ud)
+{
+    struct stream_ctx *x = ud;
+    if (x->on_data(d, n, x->ud) != 0) {
+        x->failed = 1;
+        return 1;
+    }
+    return 0;
+}
+
+tk_status sandbox_execd_download(sandbox_handle *h, const char *path, long timeout_ms,
+                                 int (*on_data)(const char *d, size_t n, void *ud), void *ud,
+                                 char *err, size_t errlen)
+{
+    char *p = query_path("/files/download?path=", path, err, errlen);
+    if (!p)
+        return TK_EINVAL;
+    char *url = url_of(h, p);
+    free(p);
+    struct stream_ctx x = {on_data, ud, 0};
+    tk_httpc_req req = {.method = "GET",
+                        .url = url,
+                        .headers = (const char *const *)h->headers,
+                        .timeout_ms = timeout_ms,
+                        .on_data = stream_data,
+                        .ud = &x,
+                        .cancel = h->cancel};
+    tk_httpc_resp resp;
+    tk_status st = tk_httpc_do(&req, &resp);
+    free(url);
+    if (x.failed) {
+        snprintf(err, errlen, "the download was stopped by its reader");
+        st = TK_AGAIN;
+    } else if (st != TK_OK) {
+        snprintf(err, errlen, "execd did not answer: %s", resp.error);
+        maybe_gone(h, 0, NULL);
+    } else if (resp.status < 200 || resp.status > 299) {
+        snprintf(err, errlen, "execd refused the download (HTTP %ld)", resp.status);
+        maybe_gone(h, resp.status, NULL);
+        st = resp.status == 404 && !h->gone ? TK_ENOENT : TK_ERROR;
+    }
+    tk_httpc_resp_free(&resp);
+    return st;
+}
+
 struct head_ctx {
     tk_buf *out;
     size_t max;

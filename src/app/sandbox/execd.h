@@ -58,6 +58,12 @@ tk_status sandbox_execd_list_dir(sandbox_handle *h, const char *path, int depth,
  * more. TK_ENOENT when the file does not exist. */
 tk_status sandbox_execd_read_head(sandbox_handle *h, const char *path, size_t max, tk_buf *out,
                                   int *truncated, char *err, size_t errlen);
+/* A file streamed to on_data as it arrives (never held whole); non-zero from
+ * on_data stops it (TK_AGAIN). Note: on an error status on_data may have been
+ * handed the error body. TK_ENOENT when the file does not exist. */
+tk_status sandbox_execd_download(sandbox_handle *h, const char *path, long timeout_ms,
+                                 int (*on_data)(const char *d, size_t n, void *ud), void *ud,
+                                 char *err, size_t errlen);
 /* FileInfo of one path (TK_ENOENT when absent). */
 tk_status sandbox_execd_stat(sandbox_handle *h, const char *path, json_t **out, char *err,
                              size_t errlen);

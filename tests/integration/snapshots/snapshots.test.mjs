@@ -1,0 +1,172 @@
+// Workspace snapshots end to end: a real tusko-sandboxd (native) and its
+// execd, a real Postgres, the scripted model writing files, and s3rver (npm)
+// read back with the test's own client; the verifying stand-in for a store that
+// refuses. A snapshot round-trips byte for byte with its manifest and SHA-256
+// metadata; an unchanged tree stores nothing; a big workspace goes up in parts;
+// retention keeps the last N; a chat without a sandbox has nothing to snapshot;
+// a wrong secret turns the feature off at start-up; a refusing store ends the
+// snapshot failed with the store's code.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import { startProgram, stopAll, tmpdir } from '../../lib/harness.mjs';
+import { s3Env, startS3rver } from '../../lib/s3.mjs';
+import { startS3Standin } from '../../lib/s3-standin.mjs';
+import { KEY, startSandboxd } from '../sandboxd/sbx.mjs';
+import { api, makeUser, newSession, startModels, startTusko, tuskoEnv, turn, until } from '../agent/lib.mjs';
+
+const call = (name, args) => ({ steps: [{ tool_calls: [{ name, arguments: args }] }, { text: 'done: {{tool_result}}' }] });
+const sha = (b) => crypto.createHash('sha256').update(b).digest('hex');
+
+const SCENARIOS = {
+  'write-a': call('write_file', { path: 'notes/a.txt', content: 'alpha\n' }),
+  'write-c': call('write_file', { path: 'c.txt', content: 'gamma\n' }),
+  'write-b': call('write_file', { path: 'b é.md', content: '# beta\n' }),
+  // 48 MiB of incompressible bytes: the archive goes up in parts
+  'write-big': call('execute_command', { command: 'head -c 50331648 /dev/urandom > big.bin && ls -l big.bin' }),
+  'rm-big': call('execute_command', { command: 'rm big.bin' }),
+};
+
+describe('workspace snapshots', () => {
+  let ms, sbx, rv, stack, base, alice, sid;
+  const snap = (s = sid, who = alice) => api(base, `/api/sessions/${s}/snapshots`, { method: 'POST', headers: who.auth });
+  const list = async (s = sid) => (await api(base, `/api/sessions/${s}/snapshots`, { headers: alice.auth })).json.snapshots;
+
+  before(async () => {
+    ms = await startModels({ scenarios: SCENARIOS });
+    sbx = await startSandboxd({ env: { SANDBOX_WARM_POOL_SIZE: '0' } });
+    rv = await startS3rver();
+    stack = await startTusko(ms, {
+      env: { OPENSANDBOX_URL: sbx.url, OPENSANDBOX_API_KEY: KEY, ...s3Env(rv), S3_PREFIX: 'snap', S3_PART_SIZE: '16', S3_MULTIPART_THRESHOLD: '32', SNAPSHOT_KEEP_LAST: '2' },
+      tag: 'snapshots',
+    });
+    base = stack.tusko.url;
+    alice = makeUser(stack.pg);
+    await until(() => /snapshots on/.test(stack.tusko.log()), { what: 'the start-up check' });
+    sid = await newSession(base, alice);
+  });
+  after(async () => {
+    await stopAll();
+    await rv.close();
+    await ms.close();
+  });
+
+  test('a chat without a sandbox has nothing to snapshot', async () => {
+    const r = await snap();
+    assert.equal(r.status, 409, r.text);
+    assert.equal(r.json.code, 'NOTHING_TO_SNAPSHOT');
+    assert.deepEqual(await list(), []);
+  });
+
+  test('a snapshot round-trips byte for byte, with its manifest and SHA-256 metadata', async () => {
+    for (const sc of ['write-a', 'write-b']) assert.equal((await turn(base, alice, sid, `#scenario:${sc}`)).end.state, 'done');
+    const r = await snap();
+    assert.equal(r.status, 201, r.text);
+    const s = r.json;
+    assert.equal(s.status, 'ready');
+    assert.equal(s.files, 2);
+    assert.match(s.key, new RegExp(`^snap/${alice.id}/${sid}/\\d{8}T\\d{6}Z-${s.id}\\.tar\\.gz$`));
+    const obj = await rv.get(s.key);
+    assert.equal(obj.status, 200);
+    assert.equal(obj.body.length, s.bytes);
+    assert.equal(sha(obj.body), s.sha256);
+    assert.equal(obj.headers.get('x-amz-meta-sha256'), s.sha256);
+    const dir = tmpdir('snap-x-');
+    fs.writeFileSync(path.join(dir, 'a.tgz'), obj.body);
+    execFileSync('tar', ['-xzf', 'a.tgz', '-C', dir], { cwd: dir });
+    assert.equal(fs.readFileSync(path.join(dir, 'notes/a.txt'), 'utf8'), 'alpha\n');
+    assert.equal(fs.readFileSync(path.join(dir, 'b é.md'), 'utf8'), '# beta\n');
+    const man = JSON.parse((await rv.get(s.key.replace(/\.tar\.gz$/, '.manifest.json'))).body);
+    assert.deepEqual(man.files.map((f) => [f.path, f.size, f.sha256]).sort(), [
+      ['b é.md', 7, sha('# beta\n')],
+      ['notes/a.txt', 6, sha('alpha\n')],
+    ]);
+    fs.rmSync(dir, { recursive: true, force: true });
+    const l = await list();
+    assert.equal(l.length, 1);
+    assert.equal(l[0].id, s.id);
+    assert.equal(l[0].sha256, s.sha256);
+  });
+
+  test('an unchanged workspace answers "unchanged" and stores nothing', async () => {
+    const before = await list();
+    const r = await snap();
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.status, 'unchanged');
+    assert.equal(r.json.id, before[0].id);
+    assert.equal((await list()).length, 1);
+  });
+
+  test('a 48 MiB workspace goes up in parts; retention keeps the last two', async () => {
+    const first = (await list())[0];
+    assert.equal((await turn(base, alice, sid, '#scenario:write-big')).end.state, 'done');
+    const big = await snap();
+    assert.equal(big.status, 201, big.text);
+    assert.ok(big.json.bytes > 48 * 1024 * 1024, String(big.json.bytes));
+    const obj = await rv.get(big.json.key);
+    assert.equal(sha(obj.body), big.json.sha256);
+    assert.equal((await list()).length, 2);
+    assert.equal((await turn(base, alice, sid, '#scenario:rm-big')).end.state, 'done');
+    const third = await snap();
+    assert.equal(third.status, 201, third.text);
+    const l = await list();
+    assert.deepEqual(l.map((x) => x.id), [third.json.id, big.json.id]);
+    assert.equal((await rv.get(first.key)).status, 404, 'the oldest object is deleted');
+    assert.equal((await rv.get(first.key.replace(/\.tar\.gz$/, '.manifest.json'))).status, 404);
+    // delete one by hand: the object, then the row
+    const d = await api(base, `/api/sessions/${sid}/snapshots/${big.json.id}`, { method: 'DELETE', headers: alice.auth });
+    assert.equal(d.status, 204, d.text);
+    assert.equal((await rv.get(big.json.key)).status, 404);
+    assert.deepEqual((await list()).map((x) => x.id), [third.json.id]);
+  });
+
+  test('another user can neither list nor snapshot the chat', async () => {
+    const bob = makeUser(stack.pg);
+    const r = await snap(sid, bob);
+    assert.equal(r.status, 404, r.text);
+    const l = await api(base, `/api/sessions/${sid}/snapshots`, { headers: bob.auth });
+    assert.equal(l.status, 404);
+  });
+
+  test('a store refusing the signature: the snapshot ends failed with the store\'s code', async () => {
+    const st = await startS3Standin({ bucket: 'snaps', accessKey: 'AKIDSNAP', secretKey: 'the-right-secret' });
+    const t2 = await startProgram('tusko', { env: tuskoEnv(stack.pg, ms, { OPENSANDBOX_URL: sbx.url, OPENSANDBOX_API_KEY: KEY, ...s3Env(st), S3_PART_SIZE: '16', S3_MULTIPART_THRESHOLD: '32' }) });
+    await until(() => /snapshots on/.test(t2.log()), { what: 'the check' });
+    // through the verifying store: 48 MiB in 16 MiB parts, every request signed right
+    assert.equal((await turn(t2.url, alice, sid, '#scenario:write-big')).end.state, 'done');
+    const big = await api(t2.url, `/api/sessions/${sid}/snapshots`, { method: 'POST', headers: alice.auth });
+    assert.equal(big.status, 201, big.text);
+    const parts = st.requests.filter((q) => q.method === 'PUT' && q.query.partNumber);
+    assert.equal(parts.length, Math.ceil(big.json.bytes / (16 * 1024 * 1024)));
+    assert.ok(st.requests.some((q) => q.method === 'POST' && 'uploads' in q.query));
+    assert.ok(!st.requests.some((q) => q.method === 'PUT' && !q.query.partNumber && q.bytes > 32 * 1024 * 1024));
+    for (const q of st.requests) assert.equal(q.ok, true, `${q.method} ${q.path}: ${q.code}`);
+    assert.equal(sha(st.objects.get(big.json.key).body), big.json.sha256);
+    assert.equal(st.objects.get(big.json.key).meta['x-amz-meta-sha256'], big.json.sha256);
+    assert.equal((await turn(t2.url, alice, sid, '#scenario:rm-big')).end.state, 'done');
+    // from now on the store refuses every upload
+    st.objects.clear();
+    st.failures.push({ when: (q) => q.method === 'PUT', status: 403, code: 'SignatureDoesNotMatch', times: 1000 });
+    assert.equal((await turn(t2.url, alice, sid, '#scenario:write-c')).end.state, 'done');
+    const r = await api(t2.url, `/api/sessions/${sid}/snapshots`, { method: 'POST', headers: alice.auth });
+    assert.equal(r.status, 502, r.text);
+    assert.equal(r.json.status, 'failed');
+    assert.match(r.json.error, /SignatureDoesNotMatch/);
+    assert.equal(st.objects.size, 0);
+    await t2.stop();
+    // and a wrong secret at start-up: the feature is off, one log line
+    const t3 = await startProgram('tusko', { env: tuskoEnv(stack.pg, ms, { ...s3Env(st), S3_SECRET_ACCESS_KEY: 'wrong-secret-Qx7' }) });
+    await until(() => /snapshots are off/.test(t3.log()), { what: 'the failed check' });
+    assert.match(t3.log(), /SignatureDoesNotMatch/);
+    assert.ok(!t3.log().includes('wrong-secret-Qx7'));
+    const off = await api(t3.url, `/api/sessions/${sid}/snapshots`, { headers: alice.auth });
+    assert.equal(off.status, 503);
+    assert.equal(off.json.code, 'SNAPSHOTS_OFF');
+    await t3.stop();
+    await st.close();
+  });
+});
