@@ -13,7 +13,6 @@
 #include "app/auth/auth.h"
 #include "app/sandbox/execd.h"
 #include "app/sandbox/sandbox.h"
-#include "app/server.h"
 #include "app/sessions.h"
 #include "app/snapshots/snapshots.h"
 #include "lib/buf.h"
