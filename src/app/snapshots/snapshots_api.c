@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "app/app.h"
 #include "app/auth/auth.h"
@@ -15,10 +16,12 @@
 #include "app/sandbox/sandbox.h"
 #include "app/sessions.h"
 #include "app/snapshots/snapshots.h"
+#include "app/workspace.h"
 #include "lib/buf.h"
 #include "lib/id.h"
 #include "lib/json.h"
 #include "lib/log.h"
+#include "lib/tar.h"
 #include "lib/tktime.h"
 
 #define SNAP_DIR       "/workspace/.tusko-snap-"
@@ -512,7 +515,300 @@ static void h_delete(tk_req *r, void *ud)
     app_db_release(c);
 }
 
+/* ---------------------------------------------------------------- restore */
+
+#define RESTORE_FILE_MAX  TK_CAP_BATCH /* one file is written through execd whole */
+#define RESTORE_FILES_MAX 100000
+
+typedef struct {
+    int fd;
+    z_stream z;
+    unsigned char in[1 << 16];
+    int end, bad;
+} gz_in;
+
+static ssize_t gz_read(void *ud, void *buf, size_t n)
+{
+    gz_in *g = ud;
+    if (g->end)
+        return 0;
+    g->z.next_out = buf;
+    g->z.avail_out = (uInt)n;
+    while (g->z.avail_out == n) {
+        if (g->z.avail_in == 0) {
+            ssize_t r = read(g->fd, g->in, sizeof g->in);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r < 0) {
+                g->bad = 1;
+                return -1;
+            }
+            if (r == 0) {
+                g->bad = 1; /* cut short */
+                return -1;
+            }
+            g->z.next_in = g->in;
+            g->z.avail_in = (uInt)r;
+        }
+        int zr = inflate(&g->z, Z_NO_FLUSH);
+        if (zr == Z_STREAM_END) {
+            g->end = 1;
+            break;
+        }
+        if (zr != Z_OK && zr != Z_BUF_ERROR) {
+            g->bad = 1;
+            return -1;
+        }
+    }
+    return (ssize_t)(n - g->z.avail_out);
+}
+
+static int gz_open(gz_in *g, int fd)
+{
+    memset(g, 0, sizeof *g);
+    g->fd = fd;
+    if (lseek(fd, 0, SEEK_SET) != 0)
+        return -1;
+    return inflateInit2(&g->z, 16 + MAX_WBITS) == Z_OK ? 0 : -1;
+}
+
+/* An archive member's name as a workspace path, or a refusal: absolute, any
+ * ".." or empty component, a NUL, or outside /workspace after normalising. */
+static tk_status member_path(const char *name, char *out, size_t outlen, char *why, size_t wl)
+{
+    const char *n = name;
+    while (n[0] == '.' && n[1] == '/')
+        n += 2;
+    if (name[0] == '/' || !*n) {
+        snprintf(why, wl, "\"%.200s\": an absolute or empty path", name);
+        return TK_EINVAL;
+    }
+    for (const char *p = n; *p;) {
+        size_t l = strcspn(p, "/");
+        if (l == 0 || (l == 2 && p[0] == '.' && p[1] == '.') || (l == 1 && p[0] == '.')) {
+            snprintf(why, wl, "\"%.200s\": a \"..\", \".\" or empty component", name);
+            return TK_EINVAL;
+        }
+        p += l;
+        if (*p == '/')
+            p++;
+    }
+    char err[256];
+    if (agent_ws_path(n, strlen(n), out, outlen, err, sizeof err) != TK_OK) {
+        snprintf(why, wl, "\"%.200s\": %s", name, err);
+        return TK_EINVAL;
+    }
+    return TK_OK;
+}
+
+/* Checks the whole archive before anything is written: regular files only
+ * (lib/tar refuses links, devices, directories), names confined, no more
+ * than max bytes and RESTORE_FILES_MAX files in all. */
+static tk_status check_archive(int fd, int64_t max, int64_t *files, int64_t *bytes, char *why,
+                               size_t wl)
+{
+    gz_in g;
+    if (gz_open(&g, fd) != 0) {
+        snprintf(why, wl, "cannot read the archive");
+        return TK_ERROR;
+    }
+    tk_tar_reader tr;
+    tk_tar_reader_init(&tr, gz_read, &g);
+    tk_tar_entry e;
+    tk_status st;
+    *files = *bytes = 0;
+    char path[AGENT_WS_PATH_MAX + 32];
+    while ((st = tk_tar_next(&tr, &e)) == TK_OK) {
+        if (member_path(e.name, path, sizeof path, why, wl) != TK_OK) {
+            st = TK_EINVAL;
+            break;
+        }
+        if ((int64_t)e.size > RESTORE_FILE_MAX || *bytes + (int64_t)e.size > max ||
+            ++*files > RESTORE_FILES_MAX) {
+            snprintf(why, wl, "the archive holds more than a restore may write (%s)",
+                     (int64_t)e.size > RESTORE_FILE_MAX ? "a file over 64 MiB"
+                     : *files > RESTORE_FILES_MAX       ? "over 100,000 files"
+                                                        : "over SNAPSHOT_MAX_SIZE");
+            st = TK_ETOOBIG;
+            break;
+        }
+        *bytes += (int64_t)e.size;
+    }
+    if (st == TK_ENOENT)
+        st = g.bad ? TK_EINVAL : TK_OK;
+    else if (st == TK_EINVAL && !why[0])
+        snprintf(why, wl, "%s", g.bad ? "the gzip stream is damaged or cut short" : tr.err);
+    inflateEnd(&g.z);
+    return st;
+}
+
+static void h_restore(tk_req *r, void *ud)
+{
+    if (off(r))
+        return;
+    json_t *body = tk_req_json(r, 0);
+    if (!body)
+        return;
+    if (!json_is_true(json_object_get(body, "confirm"))) {
+        tk_respond_error(r, 400, "CONFIRM_REQUIRED",
+                         "a restore overwrites files of the workspace: send {\"confirm\": true}");
+        return;
+    }
+    const char *sid = session_of(r);
+    if (!sid)
+        return;
+    const char *snap = tk_req_param(r, "sid");
+    const app_user *u = app_req_user(r);
+    if (!tk_uuid_valid(snap)) {
+        tk_respond_error(r, 404, "NOT_FOUND", "no such snapshot");
+        return;
+    }
+    PGconn *c = app_db_acquire();
+    if (!c) {
+        app_respond_db_unavailable(r);
+        return;
+    }
+    /* a snapshot of any of the user's chats restores into this one */
+    const char *p[] = {snap, u->id};
+    PGresult *res = PQexecParams(c,
+                                 "SELECT key, manifest_key, sha256, bytes FROM snapshots WHERE "
+                                 "id = $1 AND user_id = $2 AND status = 'ready'",
+                                 2, NULL, p, NULL, NULL, 0);
+    app_db_release(c);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+        PQclear(res);
+        tk_respond_error(r, 404, "NOT_FOUND", "no such snapshot");
+        return;
+    }
+    char *key = tk_strdup(PQgetvalue(res, 0, 0));
+    char *mkey = tk_strdup(PQgetvalue(res, 0, 1));
+    char want[65];
+    snprintf(want, sizeof want, "%s", PQgetvalue(res, 0, 2));
+    PQclear(res);
+    const snapshots_config *cfg = snapshots_cfg();
+    int64_t max = cfg->max_mib << 20;
+    char tpl[] = "/tmp/tusko-restore-XXXXXX";
+    int fd = mkstemp(tpl);
+    if (fd < 0) {
+        tk_respond_error(r, 500, "INTERNAL", "cannot make a spool file");
+        free(key);
+        free(mkey);
+        return;
+    }
+    unlink(tpl);
+    spool sp = {.fd = fd, .max = max, .sha = EVP_MD_CTX_new()};
+    EVP_DigestInit_ex(sp.sha, EVP_sha256(), NULL);
+    tk_s3_result sr;
+    tk_status st = tk_s3_get(snapshots_store(), key, max, spool_data, &sp, NULL, &sr);
+    unsigned char dg[32];
+    unsigned int dgl = 0;
+    EVP_DigestFinal_ex(sp.sha, dg, &dgl);
+    EVP_MD_CTX_free(sp.sha);
+    char got[65];
+    for (int i = 0; i < 32; i++)
+        snprintf(got + 2 * i, 3, "%02x", dg[i]);
+    tk_buf man;
+    tk_buf_init(&man, MANIFEST_MAX);
+    char why[512] = "";
+    int64_t files = 0, bytes = 0;
+    if (st != TK_OK) {
+        tk_respond_error(r, 502, "STORE_ERROR", "the store did not give the archive: %s (HTTP %ld)",
+                         sr.code, sr.status);
+    } else if (strcmp(got, want) != 0) {
+        tk_respond_error(r, 422, "VERIFY_FAILED",
+                         "the archive's SHA-256 is %s, the snapshot's %s: nothing was restored",
+                         got, want);
+    } else if ((st = check_archive(fd, max, &files, &bytes, why, sizeof why)) != TK_OK) {
+        tk_respond_error(r, 422, "UNSAFE_ARCHIVE",
+                         "the archive is refused, nothing was restored: %s", why);
+    } else if (tk_s3_get(snapshots_store(), mkey, MANIFEST_MAX, buf_data, &man, NULL, &sr) !=
+               TK_OK) {
+        tk_respond_error(r, 502, "STORE_ERROR", "the store did not give the manifest: %s", sr.code);
+    } else {
+        char jerr[128];
+        json_t *mj =
+            tk_json_parse(man.data ? man.data : "", man.len, MANIFEST_MAX, jerr, sizeof jerr);
+        json_t *mf = json_object_get(mj, "files");
+        sandbox_session ss = {
+            .user_id = u->id, .session_id = sid, .trigger = "restoring a workspace snapshot"};
+        sandbox_handle h;
+        sandbox_quota q;
+        char msg[512];
+        if (getOrCreateOpenSandbox(&ss, &h, &q, msg, sizeof msg) != TK_OK) {
+            tk_respond_error(r, 502, "SANDBOX_UNAVAILABLE", "%s", msg);
+        } else {
+            gz_in g;
+            gz_open(&g, fd);
+            tk_tar_reader tr;
+            tk_tar_reader_init(&tr, gz_read, &g);
+            tk_tar_entry e;
+            json_t *differs = json_array();
+            int64_t written = 0;
+            tk_buf data;
+            tk_buf_init(&data, RESTORE_FILE_MAX);
+            char path[AGENT_WS_PATH_MAX + 32], err[512] = "";
+            json_t *seen = json_object();
+            while (!err[0] && tk_tar_next(&tr, &e) == TK_OK) {
+                if (member_path(e.name, path, sizeof path, why, sizeof why) != TK_OK)
+                    break;
+                tk_buf_reset(&data);
+                tk_buf_reserve(&data, (size_t)e.size);
+                char chunk[1 << 16];
+                ssize_t n;
+                while ((n = tk_tar_read(&tr, chunk, sizeof chunk)) > 0)
+                    tk_buf_append(&data, chunk, (size_t)n);
+                if (sandbox_execd_write_file(&h, path, data.data ? data.data : "", data.len, err,
+                                             sizeof err) != TK_OK)
+                    break;
+                written++;
+                char fsha[65];
+                tk_s3_sha256_hex(data.data ? data.data : "", data.len, fsha);
+                const char *rel = path + strlen(AGENT_WS_ROOT "/");
+                json_object_set_new(seen, rel, json_string(fsha));
+            }
+            tk_buf_free(&data);
+            inflateEnd(&g.z);
+            /* what differs from the manifest: missing, or another hash */
+            size_t i;
+            json_t *f;
+            json_array_foreach(mf, i, f)
+            {
+                const char *mp = tk_json_str(f, "path");
+                const char *ms = tk_json_str(f, "sha256");
+                if (!mp)
+                    continue;
+                const char *gs = json_string_value(json_object_get(seen, mp));
+                if (!gs || !ms || strcmp(gs, ms) != 0)
+                    json_array_append_new(
+                        differs,
+                        tk_json_obj("path", json_string(mp), "why",
+                                    json_string(gs ? "another SHA-256" : "missing"), NULL));
+            }
+            json_decref(seen);
+            sandbox_handle_free(&h);
+            if (err[0])
+                tk_respond_error(r, 502, "RESTORE_FAILED", "after %lld files: %s",
+                                 (long long)written, err);
+            else
+                tk_respond_json(r, 200,
+                                tk_json_obj("restored", json_integer(written), "bytes",
+                                            json_integer(bytes), "sha256", json_string(got),
+                                            "manifest_files",
+                                            json_integer((json_int_t)json_array_size(mf)),
+                                            "differs", differs, NULL));
+            if (err[0])
+                json_decref(differs);
+        }
+        json_decref(mj);
+    }
+    tk_buf_free(&man);
+    close(fd);
+    free(key);
+    free(mkey);
+}
+
 const tk_route snapshots_api_routes[] = {
+    {"POST", "/api/sessions/{id}/snapshots/{sid}/restore", h_restore, NULL, TK_ROUTE_BLOCKING},
     {"POST", "/api/sessions/{id}/snapshots", h_take, NULL, TK_ROUTE_BLOCKING},
     {"GET", "/api/sessions/{id}/snapshots", h_list, NULL, TK_ROUTE_BLOCKING},
     {"DELETE", "/api/sessions/{id}/snapshots/{sid}", h_delete, NULL, TK_ROUTE_BLOCKING},

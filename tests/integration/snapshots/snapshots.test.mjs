@@ -25,6 +25,7 @@ const sha = (b) => crypto.createHash('sha256').update(b).digest('hex');
 const SCENARIOS = {
   'write-a': call('write_file', { path: 'notes/a.txt', content: 'alpha\n' }),
   'write-c': call('write_file', { path: 'c.txt', content: 'gamma\n' }),
+  'write-a2': call('write_file', { path: 'notes/a.txt', content: 'changed\n' }),
   'write-b': call('write_file', { path: 'b é.md', content: '# beta\n' }),
   // 48 MiB of incompressible bytes: the archive goes up in parts
   'write-big': call('execute_command', { command: 'head -c 50331648 /dev/urandom > big.bin && ls -l big.bin' }),
@@ -122,6 +123,67 @@ describe('workspace snapshots', () => {
     assert.equal(d.status, 204, d.text);
     assert.equal((await rv.get(big.json.key)).status, 404);
     assert.deepEqual((await list()).map((x) => x.id), [third.json.id]);
+  });
+
+  test('restore: verified, confined, the manifest checked; bad archives refused and nothing written', async () => {
+    const read = async (p) => (await api(base, `/api/sessions/${sid}/files/preview?path=${encodeURIComponent(p)}`, { headers: alice.auth })).json.text;
+    const s = (await list())[0];
+    assert.equal(await read('notes/a.txt'), 'alpha\n');
+    assert.equal((await turn(base, alice, sid, '#scenario:write-a2')).end.state, 'done');
+    assert.equal(await read('notes/a.txt'), 'changed\n');
+    const restore = (id, body = { confirm: true }) => api(base, `/api/sessions/${sid}/snapshots/${id}/restore`, { method: 'POST', json: body, headers: alice.auth });
+    const nc = await restore(s.id, {});
+    assert.equal(nc.status, 400);
+    assert.equal(nc.json.code, 'CONFIRM_REQUIRED');
+    const r = await restore(s.id);
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.restored, s.files);
+    assert.deepEqual(r.json.differs, []);
+    assert.equal(await read('notes/a.txt'), 'alpha\n');
+    // into a new chat of the same user
+    const sid2 = await newSession(base, alice);
+    const r2 = await api(base, `/api/sessions/${sid2}/snapshots/${s.id}/restore`, { method: 'POST', json: { confirm: true }, headers: alice.auth });
+    assert.equal(r2.status, 200, r2.text);
+    // crafted archives, put in the store with rows of their own
+    const bad = {
+      dotdot: "t.addfile(ti('../escape.txt', 5), io.BytesIO(b'evil\\n'))",
+      absolute: "t.addfile(ti('/etc/evil.txt', 5), io.BytesIO(b'evil\\n'))",
+      symlink: "x = tarfile.TarInfo('notes/a.txt'); x.type = tarfile.SYMTYPE; x.linkname = '/etc/passwd'; t.addfile(x)",
+      bomb: "t.addfile(ti('zeros.bin', 80 << 20), Zero())",
+    };
+    for (const [name, add] of Object.entries(bad)) {
+      const py = `import io, sys, tarfile
+class Zero(io.RawIOBase):
+    def readinto(self, b):
+        b[:] = bytes(len(b)); return len(b)
+def ti(n, size):
+    x = tarfile.TarInfo(n); x.size = size; return x
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode='w:gz', format=tarfile.USTAR_FORMAT) as t:
+    t.addfile(ti('ok.txt', 3), io.BytesIO(b'ok\\n'))
+    ${add}
+sys.stdout.buffer.write(buf.getvalue())`;
+      const body = execFileSync('python3', ['-c', py], { maxBuffer: 64 << 20 });
+      const key = `snap/${alice.id}/${sid}/bad-${name}.tar.gz`;
+      const put = await fetch(`${rv.url}/${rv.bucket}/${key}`, { method: 'PUT', body });
+      assert.equal(put.status, 200, `s3rver PUT ${put.status}`);
+      const id = crypto.randomUUID();
+      stack.pg.query(`INSERT INTO snapshots (id, user_id, session_id, key, manifest_key, bytes, sha256, files, status) VALUES ('${id}', '${alice.id}', '${sid}', '${key}', '${key}.manifest.json', ${body.length}, '${sha(body)}', 2, 'ready')`);
+      const rr = await restore(id);
+      assert.equal(rr.status, 422, `${name}: ${rr.text}`);
+      assert.equal(rr.json.code, 'UNSAFE_ARCHIVE', name);
+      // nothing was written: ok.txt (the first member) is not there, a.txt as it was
+      const ok = await api(base, `/api/sessions/${sid}/files/preview?path=ok.txt`, { headers: alice.auth });
+      assert.equal(ok.status, 404, `${name}: ok.txt was written`);
+      assert.equal(await read('notes/a.txt'), 'alpha\n');
+    }
+    // a changed object fails its SHA-256 check
+    const id = crypto.randomUUID();
+    stack.pg.query(`INSERT INTO snapshots (id, user_id, session_id, key, manifest_key, bytes, sha256, files, status) VALUES ('${id}', '${alice.id}', '${sid}', '${s.key}', '${s.key}.m', 1, '${'0'.repeat(64)}', 1, 'ready')`);
+    const v = await restore(id);
+    assert.equal(v.status, 422, v.text);
+    assert.equal(v.json.code, 'VERIFY_FAILED');
+    stack.pg.query(`DELETE FROM snapshots WHERE key LIKE '%/bad-%' OR id = '${id}'`);
   });
 
   test('another user can neither list nor snapshot the chat', async () => {
