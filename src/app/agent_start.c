@@ -24,6 +24,7 @@
 #include "app/sandbox/sandbox.h"
 #include "app/schedules/schedules_runner.h"
 #include "app/snapshots/snapshots.h"
+#include "app/snapshots/snapshots_tools.h"
 #include "app/schedules/schedules_tools.h"
 #include "app/sessions.h"
 #include "app/skills.h"
@@ -44,6 +45,7 @@ static void (*const tool_families[])(void) = {
     tools_skills_register,    /* list_skills, activate_skill, read_skill_file, run_skill_script */
     schedules_tools_register, /* schedule_task, list_schedules, cancel_schedule */
     notify_tools_register,    /* notify_user */
+    snapshots_tools_register, /* snapshot_workspace */
 };
 
 static int started;

@@ -99,8 +99,10 @@ describe('GET /api/agent', () => {
     assert.deepEqual(names(without), await offeredToModel(off, uOff, 'off'));
     // without Telegram (neither stack has TELEGRAM_BOT_TOKEN) notify_user is offered to no one
     for (const c of [withExec, without]) assert.equal(c.tools.find((t) => t.name === 'notify_user')?.offered, false);
-    // with execution off, exactly the sandbox lane is not offered (besides notify_user)
-    const notOffered = without.tools.filter((t) => !t.offered && t.name !== 'notify_user');
+    // nor snapshot_workspace without S3_ENDPOINT
+    for (const c of [withExec, without]) assert.equal(c.tools.find((t) => t.name === 'snapshot_workspace')?.offered, false);
+    // with execution off, exactly the sandbox lane is not offered (besides those two)
+    const notOffered = without.tools.filter((t) => !t.offered && t.name !== 'notify_user' && t.name !== 'snapshot_workspace');
     assert.deepEqual(
       notOffered.map((t) => t.lane),
       without.tools.filter((t) => t.lane === 'sandbox').map(() => 'sandbox'),
@@ -132,6 +134,7 @@ describe('GET /api/agent', () => {
       row('list_schedules', 'fast', false),
       row('cancel_schedule', 'fast', false),
       row('notify_user', 'fast', false, false),
+      row('snapshot_workspace', 'fast', false, false),
     ];
     assert.deepEqual((await catalog(on, u)).tools, expected(true));
     assert.deepEqual((await catalog(off, uOff)).tools, expected(false));

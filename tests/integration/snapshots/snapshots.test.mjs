@@ -30,6 +30,7 @@ const SCENARIOS = {
   // 48 MiB of incompressible bytes: the archive goes up in parts
   'write-big': call('execute_command', { command: 'head -c 50331648 /dev/urandom > big.bin && ls -l big.bin' }),
   'rm-big': call('execute_command', { command: 'rm big.bin' }),
+  'snap-tool': call('snapshot_workspace', {}),
 };
 
 describe('workspace snapshots', () => {
@@ -100,6 +101,15 @@ describe('workspace snapshots', () => {
     assert.equal(r.json.status, 'unchanged');
     assert.equal(r.json.id, before[0].id);
     assert.equal((await list()).length, 1);
+    // the fast-lane tool says the same
+    const t = await turn(base, alice, sid, '#scenario:snap-tool');
+    const end = t.events.find((e) => e.event === 'tool_end' && e.json.name === 'snapshot_workspace');
+    assert.match(end.json.result, /has not changed since snapshot/);
+    // and in a chat without a sandbox it starts none
+    const empty = await newSession(base, alice);
+    const t2 = await turn(base, alice, empty, '#scenario:snap-tool');
+    assert.ok(!t2.events.some((e) => e.event === 'sandbox_spawn'));
+    assert.match(t2.events.find((e) => e.event === 'tool_end').json.result, /nothing to snapshot/);
   });
 
   test('a 48 MiB workspace goes up in parts; retention keeps the last two', async () => {
