@@ -23,6 +23,8 @@
 #include "app/durability.h"
 #include "app/schema.h"
 #include "app/server.h"
+#include "app/settings.h"
+#include "app/snapshots/snapshots.h"
 #include "app/snapshots/snapshots_store.h"
 #include "lib/embed.h"
 #include "lib/httpc.h"
@@ -156,6 +158,42 @@ static const struct command commands[] = {
     {"restore", 1, 0, app_cli_restore},
 };
 
+/* The program's settings: app/settings.c's table, then the snapshots' rows,
+ * loaded as one (so --help and flags cover both); each keeps its own rows'
+ * sources (app_settings_source) and frees its own strings. */
+static tk_setting *all_settings;
+
+static void settings_join(void)
+{
+    size_t na, ns;
+    tk_setting *a = app_settings_table(&na);
+    tk_setting *s = snapshots_settings(&ns);
+    all_settings = tk_calloc(na + ns, sizeof *all_settings);
+    memcpy(all_settings, a, na * sizeof *a);
+    memcpy(all_settings + na, s, ns * sizeof *s);
+    prog.settings = all_settings;
+    prog.nsettings = na + ns;
+}
+
+static void settings_split(void)
+{
+    size_t na, ns;
+    tk_setting *a = app_settings_table(&na);
+    tk_setting *s = snapshots_settings(&ns);
+    for (size_t i = 0; i < na; i++)
+        a[i].source = all_settings[i].source;
+    for (size_t i = 0; i < ns; i++)
+        s[i].source = all_settings[na + i].source;
+}
+
+static void settings_free(void)
+{
+    app_settings_free();
+    snapshots_settings_free();
+    free(all_settings);
+    all_settings = NULL;
+}
+
 static const struct command *find_command(const char *name)
 {
     for (size_t i = 0; i < TK_ARRAY_LEN(commands); i++)
@@ -180,10 +218,11 @@ int main(int argc, char **argv)
     /* see tk_fd_table_reserve: grown before the first thread (a chat server
      * holds a socket per client, per stream to sandboxd and per model call) */
     (void)tk_fd_table_reserve(4096);
-    prog.settings = app_settings_table(&prog.nsettings);
+    settings_join();
     /* a command with options of its own reads everything after its name;
      * settings as flags go before it (tusko --database-url U backup --out F) */
     tk_prog_init(&prog, k && k->own_options ? 2 : argc, argv, &argi);
+    settings_split();
     if (!cmd && argi < argc) {
         cmd = argv[argi++];
         k = find_command(cmd);
@@ -203,7 +242,7 @@ int main(int argc, char **argv)
     tk_status st = app_init(1, err, sizeof err);
     if (st != TK_OK) {
         fprintf(stderr, "tusko: %s\n", err);
-        app_settings_free();
+        settings_free();
         return st == TK_EINVAL ? 2 : 1;
     }
     /* settings that need the model allowlist are checked before anything
@@ -211,13 +250,13 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "serve") == 0 && agent_subagent_check_models(err, sizeof err) != TK_OK) {
         fprintf(stderr, "tusko: %s\n", err);
         app_shutdown();
-        app_settings_free();
+        settings_free();
         return 2;
     }
     int rc = k->migrate_first ? app_schema_migrate_at_start() : 0;
     if (rc == 0)
         rc = k->run(argc - argi, argv + argi);
     app_shutdown();
-    app_settings_free();
+    settings_free();
     return rc;
 }

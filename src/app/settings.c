@@ -209,9 +209,6 @@ static tk_setting table[] = {
 
     /* Telegram notifications (docs/NOTIFY.md) */
     NOTIFY_SETTINGS(S.notify),
-
-    /* workspace snapshots (docs/SNAPSHOTS.md) */
-    SNAPSHOTS_SETTINGS(S.snapshots),
 };
 /* clang-format on */
 

@@ -19,7 +19,6 @@
 #include <stdint.h>
 
 #include "app/notify/notify_settings.h"
-#include "app/snapshots/snapshots_settings.h"
 #include "app/schedules/schedules_settings.h"
 #include "app/tools/subagent_settings.h"
 #include "app/utopia/utopia.h"
@@ -137,9 +136,6 @@ typedef struct {
 
     /* Telegram notifications (TELEGRAM_*, docs/NOTIFY.md) */
     notify_config notify;
-
-    /* workspace snapshots to an S3-compatible store (S3_*, SNAPSHOT_*, docs/SNAPSHOTS.md) */
-    snapshots_config snapshots;
 } app_settings;
 
 /* The settings table (for tk_prog); loading it fills app_settings_values(). */

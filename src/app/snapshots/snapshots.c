@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/settings.h"
 #include "app/snapshots/snapshots_store.h"
 #include "lib/log.h"
 #include "lib/tktime.h"
@@ -34,9 +33,24 @@ tk_s3 *snapshots_store(void)
     return snapshots_enabled() ? S.s3 : NULL;
 }
 
+/* The settings, loaded with the program's (see snapshots_settings). */
+static snapshots_config C;
+static tk_setting rows[] = {SNAPSHOTS_SETTINGS(C)};
+
+tk_setting *snapshots_settings(size_t *n)
+{
+    *n = TK_ARRAY_LEN(rows);
+    return rows;
+}
+
+void snapshots_settings_free(void)
+{
+    tk_config_free(rows, TK_ARRAY_LEN(rows));
+}
+
 const snapshots_config *snapshots_cfg(void)
 {
-    return &app_settings_values()->snapshots;
+    return &C;
 }
 
 int snapshots_abort_stale(tk_s3 *s3, const char *prefix, int64_t older_ms)

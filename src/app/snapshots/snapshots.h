@@ -16,6 +16,11 @@
 #include "lib/common.h"
 #include "lib/s3.h"
 
+/* The S3_* and SNAPSHOT_* rows, kept here (tusko's main loads them with the
+ * settings table of app/settings.c); snapshots_cfg() holds what they load. */
+tk_setting *snapshots_settings(size_t *n);
+void snapshots_settings_free(void);
+
 tk_status snapshots_start(char *err, size_t errlen);
 void snapshots_stop(void);
 /* 1 once the store answered the start-up check. */
