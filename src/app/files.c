@@ -72,16 +72,8 @@ static int looks_text(const char *s, size_t n)
 {
     if (memchr(s, 0, n))
         return 0;
-    /* a cut at the end may split a character: ignore up to 3 trailing bytes */
-    size_t end = n;
-    size_t back = 0;
-    while (back < 3 && end > 0 && ((unsigned char)s[end - 1] & 0xC0) == 0x80) {
-        end--;
-        back++;
-    }
-    if (end > 0 && ((unsigned char)s[end - 1] & 0x80))
-        end--;
-    return tk_utf8_count(s, end) >= 0;
+    /* a cut at the end may split a character: the sequence it cut short is not judged */
+    return tk_utf8_valid(s, tk_utf8_whole(s, n));
 }
 
 static tk_status existing(const char *user_id, const char *session_id, const volatile int *cancel,

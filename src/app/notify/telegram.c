@@ -7,6 +7,7 @@
 
 #include "lib/httpc.h"
 #include "lib/json.h"
+#include "lib/utf8.h"
 
 void notify_telegram_answer_free(notify_telegram_answer *a)
 {
@@ -115,17 +116,13 @@ static size_t units_at(const unsigned char *s, size_t left, size_t *n)
         return 4;
     if (c < 0x80)
         return 1;
-    size_t want = c >= 0xF0 && c < 0xF8   ? 4
-                  : c >= 0xE0 && c < 0xF0 ? 3
-                  : c >= 0xC0 && c < 0xE0 ? 2
-                                          : 1;
-    if (want == 1 || want > left)
+    /* a character past U+FFFF is two UTF-16 units; a byte that starts no
+     * character (the text is JSON's, so valid: never here) counts as one */
+    size_t k = tk_utf8_decode((const char *)s, left, NULL);
+    if (!k)
         return 1;
-    for (size_t k = 1; k < want; k++)
-        if ((s[k] & 0xC0) != 0x80)
-            return 1;
-    *n = want;
-    return want == 4 ? 2 : 1;
+    *n = k;
+    return k == 4 ? 2 : 1;
 }
 
 size_t notify_telegram_split(const char *text, size_t max, char ***parts)
