@@ -70,7 +70,8 @@ int snapshots_store_check_path_style(const char *v, char *msg, size_t msglen);
      "MiB: the largest snapshot archive taken, and the most a restore may write", .min = 1,      \
      .max = 1024 * 1024, .out = &(c).max_mib},                                                     \
     {"SNAPSHOT_BEFORE_REAP", "snapshot-before-reap", TK_SET_BOOL, "false",                         \
-     "snapshot a chat's workspace before its idle sandbox is reaped", .out = &(c).before_reap}
+     "snapshot a chat's workspace before its idle sandbox is reaped (not done yet: read and "     \
+     "ignored, see docs/SNAPSHOTS.md)", .out = &(c).before_reap}
 /* clang-format on */
 
 #endif
