@@ -430,6 +430,9 @@ struct conn {
     /* filled on the worker */
     tk_ssrf_target t;
     tk_status check_st;
+    char tag[96];       /* the listener's, copied when the check starts */
+    int policy_refused; /* the admit hook said no */
+    char policy_why[256];
     size_t next_addr;
     pipebuf c2u, u2c;
     int c_eof, u_eof;    /* no more reading from that side */
@@ -855,6 +858,11 @@ static void check_work(void *ud)
     } else {
         c->check_st = tk_ssrf_check(p, r->target, &c->t);
     }
+    c->policy_refused = 0;
+    if (c->check_st == TK_OK && c->t.code == TK_SSRF_OK && c->e->cfg.admit &&
+        !c->e->cfg.admit(c->e->cfg.admit_ud, c->tag, c->t.host, c->t.addrs, c->t.naddrs,
+                         c->policy_why, sizeof c->policy_why))
+        c->policy_refused = 1;
 }
 
 static int refusal_status(tk_ssrf_code code)
@@ -885,12 +893,17 @@ static void check_done(void *ud)
         conn_answer(c, refusal_status(c->t.code), tk_ssrf_code_str(c->t.code), c->t.reason);
         return;
     }
+    if (c->policy_refused) {
+        conn_answer(c, 403, "policy", c->policy_why);
+        return;
+    }
     c->next_addr = 0;
     try_connect(c);
 }
 
 static void start_check(conn *c)
 {
+    snprintf(c->tag, sizeof c->tag, "%s", c->l ? c->l->tag : "");
     c->state = S_CHECK;
     conn_update(c);
     if (tk_workpool_submit_then(c->e->pool, c->e->loop, check_work, check_done, c) != TK_OK) {

@@ -19,7 +19,8 @@
  * (tk_ssrf_target_admits) right before its connect().
  *
  * Refusals are answered before anything is sent on: 403 for the policy
- * (bad_scheme, userinfo, bad_port, denied_host, blocked_address, and caps),
+ * (bad_scheme, userinfo, bad_port, denied_host, blocked_address, caps, and
+ * "policy" for a listener's own rules, tk_egress_config.admit),
  * 400 for a request that does not parse, 405 for a method that is not served
  * (origin-form requests, https:// absolute-form), 411 for request bodies without
  * Content-Length (chunked uploads are not relayed), 431 for a head over the
@@ -69,6 +70,14 @@ typedef struct {
     int64_t idle_timeout_ms;      /* no byte either way; default 5 min */
     unsigned lookup_threads;      /* default 4 */
     int log_per_sec;              /* refusal lines a second; 0: 10; negative: none */
+    /* Optional, a listener's own rules on top of the checks: called once the
+     * checks admitted a request, with the listener's tag, the host as checked
+     * (normalised) and the addresses admitted; 0 refuses it (403 "policy", why
+     * as the reason). Runs on a lookup worker, so it must be thread-safe. It
+     * can only narrow: what the checks refused never reaches it. */
+    int (*admit)(void *ud, const char *tag, const char *host, const tk_ip *addrs, size_t naddrs,
+                 char *why, size_t whylen);
+    void *admit_ud;
 } tk_egress_config;
 
 /* The settings, for a program to append to its own table before

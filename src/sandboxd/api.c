@@ -174,32 +174,20 @@ int sbx_api_parse_create(sbx_api *api, const json_t *b, sbx_service_create_req *
         return 400;
     }
     req->metadata = v && !json_is_null(v) ? v : NULL;
-    /* network: none unless allowed — and nothing is allowed here */
-    v = json_object_get(b, "networkPolicy");
-    if (v && !json_is_null(v)) {
-        if (!json_is_object(v))
-            BAD("networkPolicy must be an object");
-        const char *da = tk_json_str_or(v, "defaultAction", "deny");
-        if (strcmp(da, "deny") != 0 && strcmp(da, "allow") != 0)
-            BAD("networkPolicy.defaultAction must be allow or deny");
-        json_t *eg = json_object_get(v, "egress");
-        int allows = strcmp(da, "allow") == 0;
-        size_t i;
-        json_t *rule;
-        if (eg && !json_is_null(eg) && !json_is_array(eg))
-            BAD("networkPolicy.egress must be an array");
-        json_array_foreach(eg, i, rule)
-        {
-            const char *act = tk_json_str(rule, "action");
-            if (!act || (strcmp(act, "allow") != 0 && strcmp(act, "deny") != 0) ||
-                !tk_json_str(rule, "target"))
-                BAD("networkPolicy.egress[%zu] needs action (allow or deny) and target", i);
-            if (strcmp(act, "allow") == 0)
-                allows = 1;
+    /* networkPolicy: the sandbox's own rules on the egress proxy (netpol.h) */
+    {
+        sbx_netpol *np = NULL;
+        if (sbx_netpol_parse(json_object_get(b, "networkPolicy"), &np, msg, msglen) != TK_OK) {
+            *code = "INVALID_REQUEST";
+            return 400;
         }
-        if (allows)
-            BAD("networkPolicy: outbound network access is not available here; sandboxes have no "
-                "network (leave networkPolicy out or use defaultAction deny without allow rules)");
+        int admits_any = np && (np->default_allow || np->n);
+        if (np && !svc->cfg.rtc.egress && admits_any) {
+            free(np);
+            BAD("networkPolicy: sandboxes have no way out here (SANDBOX_NETWORK=none, or a runtime "
+                "without the egress proxy); leave networkPolicy out or deny everything");
+        }
+        req->netpol = np;
     }
     /* volumes (last: the only part that allocates) */
     sbx_volume_policy vp = {.host_allow = svc->cfg.host_volume_allow,
@@ -207,12 +195,16 @@ int sbx_api_parse_create(sbx_api *api, const json_t *b, sbx_service_create_req *
     int vst = sbx_volume_parse_all(json_object_get(b, "volumes"), req->metadata, &vp, &req->volumes,
                                    msg, msglen);
     if (vst) {
+        free(req->netpol);
+        req->netpol = NULL;
         *code = vst == 403 ? "FORBIDDEN" : vst == 404 ? "NOT_FOUND" : "INVALID_REQUEST";
         return vst;
     }
     if (req->volumes && svc->cfg.runtime && strcmp(svc->cfg.runtime, "kubernetes") == 0) {
         free(req->volumes);
         req->volumes = NULL;
+        free(req->netpol);
+        req->netpol = NULL;
         BAD("volumes are not supported by the kubernetes runtime yet (native and docker serve "
             "them)");
     }
@@ -241,6 +233,7 @@ static void h_create(tk_req *r, void *ud)
     int64_t t0 = tk_mono_ns();
     tk_status cst = sbx_service_create(a->svc, &req, &s, &pooled, &res);
     free(req.volumes);
+    free(req.netpol); /* NULL when the sandbox took it */
     if (cst != TK_OK) {
         respond_result(r, &res);
         return;
@@ -484,7 +477,7 @@ static void h_endpoint(tk_req *r, void *ud)
     pthread_mutex_lock(&a->svc->mu);
     int gone = sb->state == SBX_TERMINATED || sb->state == SBX_FAILED;
     char token[SBX_TOKEN_MAX];
-    snprintf(token, sizeof token, "%s", sb->token);
+    snprintf(token, sizeof token, "%s", port == SBX_EGRESS_API_PORT ? sb->egress_token : sb->token);
     pthread_mutex_unlock(&a->svc->mu);
     sbx_service_unref(a->svc, sb);
     if (gone) {
@@ -499,7 +492,10 @@ static void h_endpoint(tk_req *r, void *ud)
     char ep[512];
     snprintf(ep, sizeof ep, "%s/v1/sandboxes/%s/proxy/%lld", host, id, (long long)port);
     json_t *j = tk_json_obj("endpoint", json_string(ep), "headers",
-                            tk_json_obj("X-EXECD-ACCESS-TOKEN", json_string(token), NULL), NULL);
+                            tk_json_obj(port == SBX_EGRESS_API_PORT ? "OPENSANDBOX-EGRESS-AUTH"
+                                                                    : "X-EXECD-ACCESS-TOKEN",
+                                        json_string(token), NULL),
+                            NULL);
     tk_respond_json(r, 200, j);
 }
 

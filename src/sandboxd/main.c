@@ -28,6 +28,22 @@ static int64_t opt_pool, opt_refill_quiet, opt_refill_max, opt_idle, opt_min_tim
 static int opt_insecure, opt_k8s;
 static char *opt_network, *opt_host_allow;
 
+/* The service, once open, for the egress proxy's question about a sandbox's
+ * own rules; until then every request is refused (fail closed). */
+static sbx_service *_Atomic g_svc;
+
+static int egress_admit(void *ud, const char *tag, const char *host, const tk_ip *addrs,
+                        size_t naddrs, char *why, size_t whylen)
+{
+    (void)ud;
+    sbx_service *svc = g_svc;
+    if (!svc) {
+        snprintf(why, whylen, "the service is starting");
+        return 0;
+    }
+    return sbx_service_egress_admits(svc, tag, host, addrs, naddrs, why, whylen);
+}
+
 /* Every entry of SANDBOX_HOST_VOLUME_ALLOW: an absolute path, never "/" alone. */
 static int check_host_allow(const char *v, char *msg, size_t msglen)
 {
@@ -266,6 +282,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "tusko-sandboxd: %s\n", err);
             return 2;
         }
+        ec.admit = egress_admit;
         egress = tk_egress_start(&ec, err, sizeof err);
         if (!egress) {
             fprintf(stderr, "tusko-sandboxd: %s\n", err);
@@ -278,6 +295,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "tusko-sandboxd: %s\n", err);
         return 1;
     }
+    g_svc = svc;
     sbx_reaper_start(svc);
     if (svc->rt)
         sbx_pool_start(svc);
@@ -290,6 +308,7 @@ int main(int argc, char **argv)
     tk_httpd *h = tk_httpd_start(&hc, routes, nroutes, err, sizeof err);
     if (!h) {
         fprintf(stderr, "tusko-sandboxd: %s\n", err);
+        g_svc = NULL;
         sbx_service_close(svc);
         return 1;
     }
@@ -303,6 +322,7 @@ int main(int argc, char **argv)
     tk_info("main", "msg=\"stopping\" signal=%d", sig);
     sbx_proxy_shutdown(3000);
     tk_httpd_stop(h);
+    g_svc = NULL; /* the proxy refuses from here on */
     sbx_service_close(svc);
     tk_egress_stop(egress); /* after the sandboxes' listeners were let go */
     tk_ssrf_policy_free(&egress_policy);

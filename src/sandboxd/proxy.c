@@ -10,6 +10,7 @@
 #include "lib/buf.h"
 #include "lib/cond.h"
 #include "lib/execd_port.h"
+#include "lib/json.h"
 #include "lib/log.h"
 #include "lib/tktime.h"
 
@@ -245,6 +246,97 @@ static void *proxy_main(void *arg)
     return NULL;
 }
 
+static json_t *policy_status(const sbx_netpol *np)
+{
+    sbx_netpol open = {.default_allow = 1};
+    const sbx_netpol *p = np ? np : &open;
+    return tk_json_obj("status", json_string("ok"), "mode",
+                       json_string(p->default_allow ? "allow_all" : "deny_all"), "enforcementMode",
+                       json_string("proxy"), "policy", sbx_netpol_json(p), NULL);
+}
+
+/* /v1/sandboxes/{id}/proxy/18080/policy — GET, PATCH, DELETE of egress-api.yaml
+ * on the sandbox's egress proxy (netpol.h), with OPENSANDBOX-EGRESS-AUTH (the
+ * endpoint's header for that port). A change holds from the next connection. */
+static void egress_api(tk_req *r, sbx_service *svc, const char *id)
+{
+    const char *rest = tk_req_rest(r), *m = tk_req_method(r);
+    if (strcmp(rest, "/policy") != 0) {
+        tk_respond_error(r, 404, "NOT_FOUND",
+                         "the egress API here serves /policy (the credential vault is not served)");
+        return;
+    }
+    int get = strcmp(m, "GET") == 0, patch = strcmp(m, "PATCH") == 0,
+        del = strcmp(m, "DELETE") == 0;
+    if (!get && !patch && !del) {
+        tk_respond_error(r, 405, "METHOD_NOT_ALLOWED", "/policy takes GET, PATCH or DELETE");
+        return;
+    }
+    json_t *body = NULL;
+    if (!get && !(body = tk_req_json(r, 0)))
+        return;
+    const char *auth = tk_req_header(r, "OPENSANDBOX-EGRESS-AUTH");
+    char msg[300];
+    pthread_mutex_lock(&svc->mu);
+    sbx_sandbox *s = svc->list;
+    while (s && strcmp(s->id, id) != 0)
+        s = s->next;
+    if (!s || s->state == SBX_TERMINATED || s->state == SBX_FAILED || s->state == SBX_POOLED) {
+        pthread_mutex_unlock(&svc->mu);
+        tk_respond_error(r, 404, "NOT_FOUND", "no sandbox %s", id);
+        return;
+    }
+    if (!s->egress_token[0] || !tk_str_eq_ct(auth, s->egress_token)) {
+        pthread_mutex_unlock(&svc->mu);
+        tk_respond_error(r, 401, "UNAUTHORIZED",
+                         "a valid OPENSANDBOX-EGRESS-AUTH header is required (the egress "
+                         "endpoint's)");
+        return;
+    }
+    if (!svc->cfg.rtc.egress && !get) {
+        pthread_mutex_unlock(&svc->mu);
+        tk_respond_error(
+            r, 400, "INVALID_REQUEST",
+            "sandboxes have no way out here (SANDBOX_NETWORK=none): no policy to change");
+        return;
+    }
+    tk_status st = TK_OK;
+    if (!get) {
+        sbx_netpol *np = s->netpol;
+        int made = 0;
+        if (!np) { /* no policy yet: the open one, to be narrowed */
+            np = calloc(1, sizeof *np);
+            if (np) {
+                np->default_allow = 1;
+                made = 1;
+            }
+        }
+        st = !np     ? TK_ERROR
+             : patch ? sbx_netpol_patch(np, body, msg, sizeof msg)
+                     : sbx_netpol_delete(np, body, msg, sizeof msg);
+        if (st == TK_OK && made)
+            s->netpol = np;
+        else if (made)
+            free(np);
+        if (st == TK_OK) {
+            sbx_service_save_locked(svc, s);
+            tk_info("egress", "msg=\"policy changed\" id=%s method=%s rules=%zu default=%s", id, m,
+                    s->netpol ? s->netpol->n : 0,
+                    s->netpol && !s->netpol->default_allow ? "deny" : "allow");
+        }
+    }
+    json_t *out = st == TK_OK ? policy_status(s->netpol) : NULL;
+    if (patch || del) /* the spec's mutation answers carry no policy */
+        json_object_del(out, "policy");
+    pthread_mutex_unlock(&svc->mu);
+    if (st == TK_EINVAL)
+        tk_respond_error(r, 400, "INVALID_REQUEST", "%s", msg);
+    else if (st != TK_OK)
+        tk_respond_error(r, 500, "RUNTIME_ERROR", "the policy could not be changed");
+    else
+        tk_respond_json(r, 200, out);
+}
+
 void sbx_proxy_handle(tk_req *r, void *ud)
 {
     sbx_service *svc = ud;
@@ -252,6 +344,10 @@ void sbx_proxy_handle(tk_req *r, void *ud)
     int64_t p;
     if (!port || tk_parse_i64(port, 1, 65535, &p) != TK_OK) {
         tk_respond_error(r, 400, "INVALID_REQUEST", "port must be a number from 1 to 65535");
+        return;
+    }
+    if (p == SBX_EGRESS_API_PORT && id && strlen(id) < SBX_ID_MAX) {
+        egress_api(r, svc, id);
         return;
     }
     if (p != TK_EXECD_PORT) {

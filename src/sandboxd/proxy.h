@@ -16,6 +16,10 @@
 #include "sandboxd/service.h"
 
 /* The route handler (ud: the sbx_service). */
+/* The port whose proxied route is the egress API (egress-api.yaml's /policy),
+ * served by sandboxd itself, as upstream's egress sidecar serves it. */
+#define SBX_EGRESS_API_PORT 18080
+
 void sbx_proxy_handle(tk_req *r, void *ud);
 /* Proxied requests in flight (their threads). */
 int sbx_proxy_active(void);

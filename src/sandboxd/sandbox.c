@@ -1,6 +1,7 @@
 #include "sandboxd/sandbox.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -97,6 +98,8 @@ json_t *sbx_sandbox_record(const sbx_sandbox *s, json_t *runtime)
         s->env ? json_deep_copy(s->env) : json_null(), "pool", json_boolean(s->state == SBX_POOLED),
         NULL);
     json_object_set_new(j, "runtime", runtime ? runtime : json_null());
+    json_object_set_new(j, "egressToken", json_string(s->egress_token));
+    json_object_set_new(j, "networkPolicy", s->netpol ? sbx_netpol_json(s->netpol) : json_null());
     return j;
 }
 
@@ -130,6 +133,15 @@ tk_status sbx_sandbox_from_record(sbx_sandbox *s, const json_t *rec, const json_
     s->entrypoint = json_is_array(e) ? json_deep_copy(e) : json_array();
     json_t *env = json_object_get(rec, "env");
     s->env = json_is_object(env) ? json_deep_copy(env) : NULL;
+    snprintf(s->egress_token, sizeof s->egress_token, "%s", tk_json_str_or(rec, "egressToken", ""));
+    free(s->netpol);
+    s->netpol = NULL;
+    char npmsg[256];
+    json_t *np = json_object_get(rec, "networkPolicy");
+    if (np && !json_is_null(np) && sbx_netpol_parse(np, &s->netpol, npmsg, sizeof npmsg) != TK_OK)
+        return TK_EINVAL;
+    if (np && !json_is_null(np) && !s->netpol) /* {} written for a policy that emptied */
+        s->netpol = calloc(1, sizeof *s->netpol);
     *runtime = json_object_get(rec, "runtime");
     return TK_OK;
 }
@@ -140,4 +152,6 @@ void sbx_sandbox_clear(sbx_sandbox *s)
     json_decref(s->entrypoint);
     json_decref(s->env);
     s->metadata = s->entrypoint = s->env = NULL;
+    free(s->netpol);
+    s->netpol = NULL;
 }

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "sandboxd/limits.h"
+#include "sandboxd/netpol.h"
 #include "sandboxd/runtime.h"
 
 typedef enum {
@@ -50,9 +51,11 @@ typedef struct sbx_sandbox {
     json_t *metadata;   /* object of strings (owned) */
     json_t *entrypoint; /* array of strings (owned) */
     json_t *env;        /* object of strings (owned), or NULL */
-    sbx_instance *inst; /* the runtime's handle; NULL while starting or once gone */
-    int active;         /* proxied requests in flight */
-    int busy;           /* an operation (start, delete, pause, resume) is under way */
+    sbx_netpol *netpol; /* its own egress rules (owned), or NULL: the operator's alone */
+    char egress_token[SBX_TOKEN_MAX]; /* OPENSANDBOX-EGRESS-AUTH of its /policy */
+    sbx_instance *inst;               /* the runtime's handle; NULL while starting or once gone */
+    int active;                       /* proxied requests in flight */
+    int busy;                         /* an operation (start, delete, pause, resume) is under way */
     int refs;
     struct sbx_sandbox *next;
 } sbx_sandbox;

@@ -227,6 +227,10 @@ tk_status sbx_service_create(sbx_service *svc, const sbx_service_create_req *req
     s->env = req->env && json_object_size(req->env) ? json_deep_copy(req->env) : NULL;
     s->expires_ms = req->timeout_s ? now + req->timeout_s * 1000 : 0;
     s->renew_extend_s = req->renew_extend_s;
+    free(s->netpol);
+    s->netpol = req->netpol; /* taken: the caller sees it NULL below */
+    ((sbx_service_create_req *)req)->netpol = NULL;
+    tk_token_hex(s->egress_token, 16);
     s->refs++; /* the caller's */
     /* No record yet: a crash before the one written below leaves a folder
      * without a record (or a pool member's), which recovery cleans. */
@@ -294,6 +298,30 @@ tk_status sbx_service_create(sbx_service *svc, const sbx_service_create_req *req
     *from_pool = pooled;
     *out = s;
     return TK_OK;
+}
+
+int sbx_service_egress_admits(sbx_service *svc, const char *tag, const char *host,
+                              const tk_ip *addrs, size_t naddrs, char *why, size_t whylen)
+{
+    if (strncmp(tag, "sandbox ", 8) != 0)
+        return 1;
+    const char *id = tag + 8;
+    char h[TK_HOST_MAX + 1];
+    size_t hl = strlen(host);
+    if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') /* an IPv6 literal */
+        snprintf(h, sizeof h, "%.*s", (int)(hl - 2), host + 1);
+    else
+        snprintf(h, sizeof h, "%s", host);
+    int ok = 1;
+    pthread_mutex_lock(&svc->mu);
+    for (sbx_sandbox *s = svc->list; s; s = s->next)
+        if (strcmp(s->id, id) == 0) {
+            if (s->netpol)
+                ok = sbx_netpol_admits(s->netpol, h, addrs, naddrs, why, whylen);
+            break;
+        }
+    pthread_mutex_unlock(&svc->mu);
+    return ok;
 }
 
 /* ---------- operations on one sandbox ---------- */

@@ -82,6 +82,7 @@ typedef struct {
     int64_t timeout_s; /* 0: no expiry */
     int64_t renew_extend_s;
     sbx_volumes *volumes; /* checked volumes (the caller frees them), or NULL */
+    sbx_netpol *netpol;   /* networkPolicy (taken by a create that succeeds), or NULL */
 } sbx_service_create_req;
 
 /* Opens the runtime, recovers the sandboxes on disk and removes half-made
@@ -101,6 +102,12 @@ void sbx_service_unref(sbx_service *svc, sbx_sandbox *s);
 tk_status sbx_service_create(sbx_service *svc, const sbx_service_create_req *req, sbx_sandbox **out,
                              int *from_pool, sbx_service_result *res);
 tk_status sbx_service_delete(sbx_service *svc, const char *id, sbx_service_result *res);
+
+/* The egress proxy's question (tk_egress_config.admit) for listener tag
+ * "sandbox <id>": whether that sandbox's own policy admits host; a sandbox
+ * without one (or an unknown tag) is admitted (the checks already were). */
+int sbx_service_egress_admits(sbx_service *svc, const char *tag, const char *host,
+                              const tk_ip *addrs, size_t naddrs, char *why, size_t whylen);
 tk_status sbx_service_pause(sbx_service *svc, const char *id, sbx_service_result *res);
 tk_status sbx_service_resume(sbx_service *svc, const char *id, sbx_service_result *res);
 /* New expiry (ms since the epoch); *out_ms the one in force after. */

@@ -33,6 +33,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         sbx_service_create_req req;
         const char *code = NULL;
         int st = sbx_api_parse_create(&api, j, &req, &code, msg, sizeof msg);
+        if (st == 0)
+            free(req.netpol);
         if (st == 0 && req.volumes) {
             /* what was accepted: mount points where they may be, nothing nested */
             for (size_t i = 0; i < req.volumes->n; i++) {
