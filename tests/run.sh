@@ -113,11 +113,12 @@ node_section() { # name dir
   if [ ${#files[@]} -gt 0 ]; then
     local tap=$OUT/$name.tap spec=$OUT/$name.spec
     # --test-force-exit: a file whose tests have all ended exits even when it
-    # left a socket or timer behind (such a file otherwise hangs the run). The
+    # left a socket or timer behind (such a file otherwise hangs the run), and
+    # --test-timeout fails a test still running after 10 minutes. The
     # runner then exits before its file reporters flush, so the counts come
     # from the spec reporter's last lines on stdout (a pipe: written at once);
     # the TAP file is kept for the details it has.
-    node --test --test-concurrency=1 --test-force-exit --test-reporter=spec --test-reporter-destination=stdout \
+    node --test --test-concurrency=1 --test-force-exit --test-timeout=600000 --test-reporter=spec --test-reporter-destination=stdout \
       --test-reporter=tap --test-reporter-destination="$tap" "${files[@]}" | tee "$spec"
     local rc=${PIPESTATUS[0]}
     p=$(grep -E '^ℹ pass [0-9]+$' "$spec" | tail -1 | awk '{print $3}')
