@@ -90,6 +90,16 @@ test('kubernetes: sandboxes are fenced by NetworkPolicy: nothing in or out but s
   assert.equal(find('Deployment', 'tusko-sandboxd').spec.template.metadata.labels['app.kubernetes.io/name'], 'tusko-sandboxd');
 });
 
+test('kubernetes: browserd gets BROWSERD_API_KEY from the operator\'s Secret, tusko all of it (STEEL_API_KEY)', () => {
+  const c = podSpecOf(find('Deployment', 'tusko-browserd')).containers[0];
+  assert.deepEqual(c.env.find((e) => e.name === 'BROWSERD_API_KEY').valueFrom, { secretKeyRef: { name: 'tusko-secrets', key: 'BROWSERD_API_KEY' } });
+  const t = podSpecOf(find('Deployment', 'tusko')).containers[0];
+  assert.ok(t.envFrom.some((e) => e.secretRef?.name === 'tusko-secrets'));
+  assert.match(find('ConfigMap', 'tusko-config').data.STEEL_URL, /^http:\/\/tusko-browserd\.tusko\.svc:8082$/);
+  const doc = fs.readFileSync(path.join(ROOT, 'docs/DEPLOY.md'), 'utf8');
+  assert.match(doc, /--from-literal=BROWSERD_API_KEY=… --from-literal=STEEL_API_KEY=<the same key>/);
+});
+
 test('kubernetes: no secret value in the manifests; the Secret is the operator\'s', () => {
   assert.deepEqual(objs.filter((o) => o.kind === 'Secret'), []);
   const text = JSON.stringify(objs);
@@ -106,7 +116,8 @@ function composeConfig(env) {
 test('compose: docker-compose config accepts the stack; every service has a health check; secrets only from .env', () => {
   const example = fs.readFileSync(path.join(ROOT, 'deploy/compose/env.example'), 'utf8');
   const env = example.replace(/^POSTGRES_PASSWORD=$/m, 'POSTGRES_PASSWORD=pw-from-env-file')
-    .replace(/^SANDBOXD_API_KEY=$/m, 'SANDBOXD_API_KEY=key-from-env-file-0123');
+    .replace(/^SANDBOXD_API_KEY=$/m, 'SANDBOXD_API_KEY=key-from-env-file-0123')
+    .replace(/^BROWSERD_API_KEY=$/m, 'BROWSERD_API_KEY=brd-key-from-env-file-0123');
   const r = composeConfig(env);
   assert.equal(r.status, 0, r.stderr);
   const cfg = YAML.parse(r.stdout);
@@ -115,6 +126,10 @@ test('compose: docker-compose config accepts the stack; every service has a heal
   assert.equal(cfg.services.tusko.depends_on.db.condition, 'service_healthy');
   assert.equal(cfg.services.sandboxd.environment.SANDBOX_RUNTIME, 'docker');
   assert.match(cfg.services.tusko.environment.DATABASE_URL, /pw-from-env-file@db:5432/);
+  // browserd has its key (it refuses to start without one) and tusko the same, for STEEL_URL
+  assert.equal(cfg.services.browserd.environment.BROWSERD_API_KEY, 'brd-key-from-env-file-0123');
+  assert.equal(cfg.services.tusko.environment.STEEL_API_KEY, 'brd-key-from-env-file-0123');
+  assert.equal(cfg.services.tusko.environment.STEEL_URL, 'http://browserd:8082');
   for (const s of ['tusko', 'browserd']) {
     assert.equal(cfg.services[s].read_only, true);
     assert.deepEqual(cfg.services[s].cap_drop, ['ALL']);
@@ -130,6 +145,10 @@ test('compose: docker-compose config accepts the stack; every service has a heal
     assert.deepEqual(Object.keys(cfg.services[s].environment).filter((k) => /PASSWORD|OPENAI|ANTHROPIC/.test(k)), [], s);
   const file = fs.readFileSync(path.join(ROOT, 'deploy/compose/docker-compose.yml'), 'utf8');
   assert.doesNotMatch(file, /pw-from-env-file|key-from-env-file/);
+  // without the browser key alone it refuses too, naming it
+  const nokey = composeConfig(env.replace(/^BROWSERD_API_KEY=.*$/m, 'BROWSERD_API_KEY='));
+  assert.notEqual(nokey.status, 0);
+  assert.match(nokey.stderr, /BROWSERD_API_KEY/);
   // without the secrets it refuses, naming what is missing
   const none = composeConfig('');
   assert.notEqual(none.status, 0);
