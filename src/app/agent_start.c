@@ -19,6 +19,7 @@
 #include "app/agent/tools.h"
 #include "app/agent/turn.h"
 #include "app/app.h"
+#include "app/browser/browser.h"
 #include "app/notify/notify.h"
 #include "app/notify/notify_tools.h"
 #include "app/sandbox/sandbox.h"
@@ -28,6 +29,7 @@
 #include "app/schedules/schedules_tools.h"
 #include "app/sessions.h"
 #include "app/skills.h"
+#include "app/tools/browser.h"
 #include "app/tools/skills.h"
 #include "app/tools/web_fetch.h"
 #include "lib/log.h"
@@ -40,6 +42,8 @@ static void (*const tool_families[])(void) = {
     agent_files_tools_register,    /* list_files, preview, write_file, read_file */
     agent_exec_tools_register,     /* execute_command, execute_code */
     web_fetch_register,            /* web_fetch */
+    tools_browser_register,        /* browser_navigate, _read, _click, _type, _scroll, _screenshot,
+                                      _actions */
     agent_memory_tools_register,   /* search_chunks, remember, recall_facts, save_document */
     agent_subagent_tools_register, /* delegate_subagent */
     tools_skills_register,    /* list_skills, activate_skill, read_skill_file, run_skill_script */
@@ -100,6 +104,18 @@ static void sweep_work(void *ud)
 
 static int64_t next_events_sweep_ms;
 
+/* the browsers' idle releases, at each tick (about 10 s), on a tool worker */
+static volatile int browser_sweep_running;
+static int64_t next_browser_sweep_ms;
+
+static void browser_sweep_work(void *ud)
+{
+    (void)ud;
+    browser_sweep_now();
+    __sync_synchronize();
+    browser_sweep_running = 0;
+}
+
 /* CHAT_RETENTION, on a tool worker (the delete hooks call the sandbox service) */
 static volatile int retention_running;
 
@@ -141,6 +157,12 @@ static void on_tick(PGconn *c, void *ud)
         if (tk_workpool_submit(tools, sweep_work, NULL) != TK_OK)
             sweep_running = 0;
     }
+    if (browser_configured() && !browser_sweep_running && now >= next_browser_sweep_ms && tools) {
+        next_browser_sweep_ms = now + 5000;
+        browser_sweep_running = 1;
+        if (tk_workpool_submit(tools, browser_sweep_work, NULL) != TK_OK)
+            browser_sweep_running = 0;
+    }
 }
 
 /* ---------- a chat was deleted: stop its turn, release its sandbox */
@@ -155,6 +177,7 @@ static void on_session_deleted(const char *session_id, const char *user_id, void
         app_db_release(c);
     }
     sandbox_release_session(session_id);
+    browser_release_session(session_id);
 }
 
 /* Every waiting turn holds a socket (and its SSE listener another): allow as
@@ -174,7 +197,7 @@ tk_status app_agent_start(char *err, size_t errlen)
     raise_nofile();
     agent_lane_set_available(AGENT_LANE_FAST, 1);
     agent_lane_set_available(AGENT_LANE_SANDBOX, a->execution_enabled);
-    agent_lane_set_available(AGENT_LANE_BROWSER, 0); /* no browser service yet */
+    agent_lane_set_available(AGENT_LANE_BROWSER, a->browser_enabled);
     if (agent_subagent_check_models(err, errlen) != TK_OK)
         return TK_EINVAL;
     /* the built-in skills: a broken one stops the start, naming the file and the rule */
@@ -207,10 +230,10 @@ tk_status app_agent_start(char *err, size_t errlen)
     for (size_t i = 0; i < agent_tools_count(); i++)
         offered += agent_lane_available(agent_tools_at(i)->lane);
     tk_info("agent",
-            "msg=\"agent started\" tools=%zu offered=%zu sandbox_lane=%s db_workers=%u "
-            "tool_workers=%lld",
-            agent_tools_count(), offered, a->execution_enabled ? "on" : "off", dbt,
-            (long long)a->cfg->tool_workers);
+            "msg=\"agent started\" tools=%zu offered=%zu sandbox_lane=%s browser_lane=%s "
+            "db_workers=%u tool_workers=%lld",
+            agent_tools_count(), offered, a->execution_enabled ? "on" : "off",
+            a->browser_enabled ? "on" : "off", dbt, (long long)a->cfg->tool_workers);
     return TK_OK;
 }
 

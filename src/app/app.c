@@ -32,6 +32,13 @@ static void lanes(void)
     snprintf(ctx.execution_missing, sizeof ctx.execution_missing, "%s%s%s",
              have_u ? "" : "OPENSANDBOX_URL", !have_u && !have_k ? "," : "",
              have_k ? "" : "OPENSANDBOX_API_KEY");
+    const char *bu = app_settings_source("STEEL_URL");
+    const char *bk = app_settings_source("STEEL_API_KEY");
+    int have_bu = ctx.cfg->steel_url && bu && strcmp(bu, "env") == 0;
+    int have_bk = ctx.cfg->steel_api_key && bk && strcmp(bk, "env") == 0;
+    ctx.browser_enabled = have_bu && have_bk;
+    snprintf(ctx.browser_missing, sizeof ctx.browser_missing, "%s%s%s", have_bu ? "" : "STEEL_URL",
+             !have_bu && !have_bk ? "," : "", have_bk ? "" : "STEEL_API_KEY");
 }
 
 tk_status app_init(int connect, char *err, size_t errlen)
@@ -101,6 +108,14 @@ void app_log_summary(void)
                 "msg=\"sandbox lane off: nothing will execute\" missing=%s "
                 "hint=\"set OPENSANDBOX_URL and OPENSANDBOX_API_KEY in the environment\"",
                 ctx.execution_missing);
+    if (ctx.browser_enabled)
+        tk_info("app", "msg=\"browser lane on\" max_browsers_per_user=%lld",
+                (long long)ctx.cfg->max_browsers_per_user);
+    else
+        tk_info("app",
+                "msg=\"browser lane off: no browser tools\" missing=%s "
+                "hint=\"set STEEL_URL and STEEL_API_KEY in the environment\"",
+                ctx.browser_missing);
     if (app_models_count() == 0)
         tk_warn("app", "msg=\"no models allowed: chat is off\" hint=\"set TUSKO_MODELS, e.g. "
                        "openai:gpt-4o-mini\"");

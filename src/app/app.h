@@ -42,6 +42,10 @@ typedef struct {
      * missing ("OPENSANDBOX_URL", "OPENSANDBOX_API_KEY" or both, comma-separated). */
     int execution_enabled;
     char execution_missing[64];
+    /* The browser lane: on only when STEEL_URL and STEEL_API_KEY both came
+     * from the environment; browser_missing names what is missing. */
+    int browser_enabled;
+    char browser_missing[64];
     int oidc_enabled;        /* OIDC_ISSUER and OIDC_CLIENT_ID set */
     int secure_cookies;      /* TUSKO_PUBLIC_URL is https */
     char public_origin[300]; /* origin of TUSKO_PUBLIC_URL, or "" when unset */

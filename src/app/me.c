@@ -33,13 +33,37 @@ json_t *app_me_execution_json(void)
         NULL);
 }
 
+json_t *app_me_browser_json(void)
+{
+    const app_ctx *a = app_get();
+    if (a->browser_enabled)
+        return tk_json_obj("enabled", json_true(), "missing", json_array(), "max_per_user",
+                           json_integer(a->cfg->max_browsers_per_user), NULL);
+    json_t *missing = json_array();
+    char buf[sizeof a->browser_missing];
+    memcpy(buf, a->browser_missing, sizeof buf);
+    for (char *p = buf; p && *p;) {
+        char *comma = strchr(p, ',');
+        if (comma)
+            *comma = '\0';
+        json_array_append_new(missing, json_string(p));
+        p = comma ? comma + 1 : NULL;
+    }
+    return tk_json_obj("enabled", json_false(), "missing", missing, "reason",
+                       json_string("browsing is off: this server has no browser service "
+                                   "configured (STEEL_URL and STEEL_API_KEY must both be set in "
+                                   "its environment); the agent cannot open web pages in a "
+                                   "browser"),
+                       NULL);
+}
+
 static void h_me(tk_req *r, void *ud)
 {
     const app_user *u = app_req_user(r);
-    json_t *j = tk_json_obj("id", json_string(u->id), "email",
-                            u->email[0] ? json_string(u->email) : json_null(), "auth",
-                            json_string(u->via == APP_AUTH_COOKIE ? "session" : "token"),
-                            "execution", app_me_execution_json(), NULL);
+    json_t *j = tk_json_obj(
+        "id", json_string(u->id), "email", u->email[0] ? json_string(u->email) : json_null(),
+        "auth", json_string(u->via == APP_AUTH_COOKIE ? "session" : "token"), "execution",
+        app_me_execution_json(), "browser", app_me_browser_json(), NULL);
     if (u->via == APP_AUTH_COOKIE)
         json_object_set_new(j, "csrf_token", json_string(u->csrf));
     const app_model *d = app_models_default();

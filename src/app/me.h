@@ -11,6 +11,8 @@
 /* The "execution" object of /api/me: whether the sandbox lane is on, and if off
  * which settings are missing (new reference). */
 json_t *app_me_execution_json(void);
+/* {"enabled", "missing":[...], "reason"?, "max_per_user"?}: the browser lane. */
+json_t *app_me_browser_json(void);
 
 extern const tk_route app_me_routes[];
 extern const size_t app_me_nroutes;

@@ -138,6 +138,21 @@ static tk_setting table[] = {
      "how long a new sandbox may take to be ready", .min = 1000, .max = 3600LL * 1000,
      .out = &S.sandbox_start_timeout_ms},
 
+    /* browser service (Steel API): fail-closed, environment only */
+    {"STEEL_URL", NULL, TK_SET_STR, NULL,
+     "browser service (Steel API, e.g. tusko-browserd); unset: no browser tools",
+     .flags = TK_SET_FAIL_CLOSED, .out = &S.steel_url, .check = tk_config_check_url},
+    {"STEEL_API_KEY", NULL, TK_SET_STR, NULL, "key for STEEL_URL; unset: no browser tools",
+     .flags = TK_SET_FAIL_CLOSED | TK_SET_SECRET, .out = &S.steel_api_key},
+    {"MAX_BROWSERS_PER_USER", "max-browsers-per-user", TK_SET_INT, "2",
+     "live browsers per user at most", .min = 1, .max = 10000, .out = &S.max_browsers_per_user},
+    {"BROWSER_IDLE_TTL", "browser-idle-ttl", TK_SET_DURATION, "10m",
+     "a chat's browser unused this long is released", .min = 1000,
+     .max = 24LL * 3600 * 1000, .out = &S.browser_idle_ttl_ms},
+    {"BROWSER_SESSION_TIMEOUT", "browser-session-timeout", TK_SET_DURATION, "1h",
+     "the longest a chat's browser lives (the Steel session's timeout)", .min = 10000,
+     .max = 24LL * 3600 * 1000, .out = &S.browser_session_timeout_ms},
+
     /* guardrails and accounts */
     {"CHAT_RATE_LIMIT_MAX", "chat-rate-limit-max", TK_SET_INT, "30",
      "chat requests per user per minute", .min = 1, .max = 1000000, .out = &S.chat_rate_limit_max},

@@ -100,6 +100,12 @@ typedef struct {
     char *sandbox_cpu;                /* SANDBOX_CPU */
     char *sandbox_memory;             /* SANDBOX_MEMORY */
     int64_t sandbox_start_timeout_ms; /* SANDBOX_START_TIMEOUT */
+    /* browser service (fail-closed: both from the environment or no browser) */
+    char *steel_url;                    /* STEEL_URL, NULL when unset */
+    char *steel_api_key;                /* STEEL_API_KEY, NULL when unset */
+    int64_t max_browsers_per_user;      /* MAX_BROWSERS_PER_USER */
+    int64_t browser_idle_ttl_ms;        /* BROWSER_IDLE_TTL */
+    int64_t browser_session_timeout_ms; /* BROWSER_SESSION_TIMEOUT */
 
     /* guardrails and accounts */
     int64_t chat_rate_limit_max;   /* CHAT_RATE_LIMIT_MAX per user per minute */

@@ -9,9 +9,10 @@
  * stream the user's limit of streams closed, "history" is the replay's first
  * frame) */
 const char *const agent_event_types[] = {
-    "turn_start",     "text",         "plan",          "plan_update",   "tool_start",
-    "tool_output",    "tool_end",     "sandbox_spawn", "sandbox_gone",  "error",
-    "subagent_start", "subagent_end", "turn_end",      "stream_closed", "history",
+    "turn_start",   "text",          "plan",          "plan_update",
+    "tool_start",   "tool_output",   "tool_end",      "sandbox_spawn",
+    "sandbox_gone", "browser_spawn", "error",         "subagent_start",
+    "subagent_end", "turn_end",      "stream_closed", "history",
 };
 const size_t agent_event_ntypes = TK_ARRAY_LEN(agent_event_types);
 
