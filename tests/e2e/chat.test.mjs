@@ -650,6 +650,7 @@ describe('the memory and settings pages', () => {
     const dd = (term) => settings.locator(`dt:text-is("${term}") + dd`).innerText();
     assert.equal(await dd('Email'), 'views@example.com');
     assert.match(await dd('Code execution'), /^off: .*missing: OPENSANDBOX_URL, OPENSANDBOX_API_KEY/);
+    assert.match(await dd('Browser'), /^off: this server has no browser service configured \(missing: STEEL_URL, STEEL_API_KEY\)$/);
     assert.deepEqual(await settings.locator('.settings-models li').allInnerTexts(), ['openai:gpt-4o-mini (default)', 'anthropic:claude-sonnet-4']);
     // the tools as the server declares them (GET /api/agent): execution is off here
     const row = (name) => settings.locator(`.settings-tools tr[data-tool="${name}"] td`).allInnerTexts();
@@ -657,6 +658,7 @@ describe('the memory and settings pages', () => {
     assert.deepEqual(await row('execute_command'), ['execute_command · changes files', 'sandbox', 'off']);
     assert.deepEqual(await row('read_file'), ['read_file', 'sandbox', 'off']);
     assert.deepEqual(await row('plan_task'), ['plan_task', 'fast', 'offered']);
+    assert.deepEqual(await row('browser_navigate'), ['browser_navigate', 'browser', 'off']);
     const declared = await page.evaluate(() => fetch('/api/agent').then((r) => r.json()));
     assert.equal(await settings.locator('.settings-tools tbody tr').count(), declared.tools.length);
     // the theme: set here, the sidebar's choice and the page follow

@@ -154,6 +154,13 @@ export class ToolCard {
         if (png) this.el.append(h('div.tool-preview', {}, h('img.preview-image', { src: `data:image/png;base64,${png}`, alt: 'output of the code' })));
       }
     }
+    if (d && Array.isArray(d.screenshots)) {
+      // browser screenshots: stored as the user's downloads
+      for (const s of d.screenshots) {
+        if (typeof s.url === 'string' && s.url.startsWith('/api/downloads/'))
+          this.el.append(h('div.tool-preview', {}, h('img.preview-image.screenshot', { src: s.url, alt: `screenshot of ${s.title || s.page || 'the page'}` })));
+      }
+    }
     if (d && d.path && d.size !== undefined && !d.kind) {
       this.body.append(h('div.label', { text: `${ev.data.path} · ${fmtBytes(ev.data.size)}` }));
     }
@@ -163,11 +170,12 @@ export class ToolCard {
   showMessage(ev) {
     const r = ev.result || '';
     let kind = 'error';
-    if (this.item.quota || ev.quota_refused || /quota|MAX_SANDBOXES_PER_USER/i.test(r)) kind = 'quota';
+    const browser = ev.lane === 'browser';
+    if (this.item.quota || ev.quota_refused || /quota|MAX_SANDBOXES_PER_USER|MAX_BROWSERS_PER_USER/i.test(r)) kind = 'quota';
     else if (/OPENSANDBOX_(URL|API_KEY)|execution is off|fail-closed/i.test(r)) kind = 'fail-closed';
     this.message.hidden = false;
     this.message.className = `tool-message ${kind}`;
-    const title = { quota: 'Sandbox quota reached', 'fail-closed': 'Execution is off' }[kind];
+    const title = { quota: browser ? 'Browser quota reached' : 'Sandbox quota reached', 'fail-closed': 'Execution is off' }[kind];
     this.message.replaceChildren(icon(kind === 'quota' ? 'gauge' : kind === 'fail-closed' ? 'lock' : 'alert'), h('span', {}, title ? h('strong', { text: `${title}: ` }) : null, r || 'the tool failed'));
   }
 }
@@ -235,11 +243,12 @@ export function spawnNotice(ev) {
   const poolText = pool.startsWith('warm') ? 'warm pool' : pool.startsWith('cold') ? 'cold start' : pool || 'started';
   const m = /(\d+)\s*of\s*(\d+)/.exec(ev.quota || '');
   const live = m ? `${m[1]} of ${m[2]} live` : ev.live !== undefined && ev.max !== undefined ? `${ev.live} of ${ev.max} live` : '';
-  const parts = ['sandbox started', poolText, live, ev.duration_ms !== undefined ? fmtDuration(ev.duration_ms) : ''].filter(Boolean);
+  const browser = ev.tier === 'browser';
+  const parts = [browser ? 'browser started' : 'sandbox started', poolText, live, ev.duration_ms !== undefined ? fmtDuration(ev.duration_ms) : ''].filter(Boolean);
   return h(
     'div.notice.spawn',
     { role: 'status', title: [ev.trigger && `trigger: ${ev.trigger}`, ev.pool && `pool: ${ev.pool}`, ev.quota && `quota: ${ev.quota}`, ev.idle_ttl && `idle_ttl: ${ev.idle_ttl}`].filter(Boolean).join('\n') },
-    icon('box'),
+    icon(browser ? 'globe' : 'box'),
     h('span.text', { text: parts.join(' · ') }),
   );
 }
@@ -249,7 +258,7 @@ export function goneNotice(ev) {
 }
 
 export function errorCard(ev, onRetry) {
-  const quota = ev.code === 'SANDBOX_QUOTA';
+  const quota = ev.code === 'SANDBOX_QUOTA' || ev.code === 'BROWSER_QUOTA';
   return h(
     `div.turn-error${quota ? '.quota' : ''}`,
     { role: 'alert' },
@@ -262,6 +271,7 @@ export function errorCard(ev, onRetry) {
 function errorTitle(code) {
   const t = {
     SANDBOX_QUOTA: 'Sandbox quota reached',
+    BROWSER_QUOTA: 'Browser quota reached',
     RATE_LIMITED: 'Too many messages',
     TURN_TIMEOUT: 'The turn took too long',
     STEP_BUDGET: 'The step budget ran out',

@@ -28,7 +28,7 @@
 //   tool      {call_id, name, lane, arguments, agent, output [{stream, text}],
 //              status running|ok|failed, end (its tool_end), quota, subagents}
 //   subagent  {id, role, depth, model, max_steps, task, items, state, end}
-//   spawn, gone  {ev}                               sandbox notices
+//   spawn, gone  {ev}                               sandbox and browser notices
 //   error     {ev, retry}                           retry: the text to send again
 // A turn: {id, content, started, state running|done|cancelled|failed,
 // duration_ms, error (the last error event, shown if the turn fails)}.
@@ -36,7 +36,7 @@
 // The event types apply() reads (the server declares the types it sends: GET
 // /api/agent; a test checks each one is read here, or is "history" or
 // "stream_closed", which the stream's reader takes itself).
-export const HANDLED_TYPES = ['turn_start', 'text', 'plan', 'plan_update', 'tool_start', 'tool_output', 'tool_end', 'sandbox_spawn', 'sandbox_gone', 'error', 'subagent_start', 'subagent_end', 'turn_end'];
+export const HANDLED_TYPES = ['turn_start', 'text', 'plan', 'plan_update', 'tool_start', 'tool_output', 'tool_end', 'sandbox_spawn', 'sandbox_gone', 'browser_spawn', 'error', 'subagent_start', 'subagent_end', 'turn_end'];
 
 // A chat's state. tools: {name: {lane, changes_files}} as the server declares
 // them; history: a page of earlier turns (nothing in it is live: no active
@@ -209,7 +209,8 @@ export function apply(chat, type, ev) {
       if (changesFiles(chat, ev)) out.push({ op: 'files' });
       break;
     }
-    case 'sandbox_spawn': {
+    case 'sandbox_spawn':
+    case 'browser_spawn': {
       const card = ev.call_id ? t.cards.get(ev.call_id) : null;
       addAbove(t, card, { kind: 'spawn', ev }, out);
       break;
@@ -218,7 +219,7 @@ export function apply(chat, type, ev) {
       add(t, { kind: 'gone', ev }, out);
       break;
     case 'error': {
-      if (ev.code !== 'SANDBOX_QUOTA') {
+      if (ev.code !== 'SANDBOX_QUOTA' && ev.code !== 'BROWSER_QUOTA') {
         t.error = ev; // shown with the turn's end (with a retry)
         break;
       }
@@ -309,13 +310,14 @@ function nested(chat, t, type, ev, out) {
       if (changesFiles(chat, ev)) out.push({ op: 'files' });
       break;
     case 'sandbox_spawn':
+    case 'browser_spawn':
       addAbove(sub, card, { kind: 'spawn', ev }, out);
       break;
     case 'sandbox_gone':
       add(sub, { kind: 'gone', ev }, out);
       break;
     case 'error':
-      if (ev.code === 'SANDBOX_QUOTA' && card) card.quota = ev;
+      if ((ev.code === 'SANDBOX_QUOTA' || ev.code === 'BROWSER_QUOTA') && card) card.quota = ev;
       else add(sub, { kind: 'error', ev, retry: null }, out);
       break;
     case 'subagent_end':

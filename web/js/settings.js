@@ -33,10 +33,15 @@ export class SettingsView {
     this.telegram.load();
     this.account.replaceChildren(...pair('Email', me.email || 'API token'), ...pair('Signed in with', me.auth === 'token' ? 'an API token' : 'a session in this browser'));
     const ex = me.execution || {};
+    const br = me.browser || {};
     this.server.replaceChildren(
       ...pair(
         'Code execution',
         ex.enabled ? h('span', { text: 'on: the agent may write files and run code in a sandbox of each chat' }) : h('span', {}, 'off: this server has no sandbox service configured', ex.missing && ex.missing.length ? [' (missing: ', ...ex.missing.flatMap((m, i) => [i ? ', ' : '', h('code', { text: m })]), ')'] : ''),
+      ),
+      ...pair(
+        'Browser',
+        br.enabled ? h('span', { text: `on: the agent may browse the web in a browser of each chat (at most ${br.max_per_user} at once per user)` }) : h('span', {}, 'off: this server has no browser service configured', br.missing && br.missing.length ? [' (missing: ', ...br.missing.flatMap((m, i) => [i ? ', ' : '', h('code', { text: m })]), ')'] : ''),
       ),
       ...pair('Models', models.length ? h('ul.settings-models', {}, models.map((m) => h('li', {}, h('code', { text: m.id }), m.id === me.default_model ? ' (default)' : ''))) : 'none allowed'),
     );

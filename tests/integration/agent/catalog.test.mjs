@@ -101,12 +101,14 @@ describe('GET /api/agent', () => {
     for (const c of [withExec, without]) assert.equal(c.tools.find((t) => t.name === 'notify_user')?.offered, false);
     // nor snapshot_workspace without S3_ENDPOINT
     for (const c of [withExec, without]) assert.equal(c.tools.find((t) => t.name === 'snapshot_workspace')?.offered, false);
-    // with execution off, exactly the sandbox lane is not offered (besides those two)
-    const notOffered = without.tools.filter((t) => !t.offered && t.name !== 'notify_user' && t.name !== 'snapshot_workspace');
+    // with execution off, exactly the sandbox lane is not offered (besides those two,
+    // and the browser lane, off in both: no STEEL_URL here)
+    const notOffered = without.tools.filter((t) => !t.offered && t.name !== 'notify_user' && t.name !== 'snapshot_workspace' && t.lane !== 'browser');
     assert.deepEqual(
       notOffered.map((t) => t.lane),
       without.tools.filter((t) => t.lane === 'sandbox').map(() => 'sandbox'),
     );
+    for (const c of [without, withExec]) assert.ok(c.tools.filter((t) => t.lane === 'browser').every((t) => !t.offered));
     assert.ok(without.tools.some((t) => t.lane === 'sandbox'), 'the sandbox tools are declared, not offered');
   });
 
@@ -121,6 +123,13 @@ describe('GET /api/agent', () => {
       row('execute_command', 'sandbox', true, exec),
       row('execute_code', 'sandbox', true, exec),
       row('web_fetch', 'fast', false),
+      row('browser_navigate', 'browser', false, false),
+      row('browser_read', 'browser', false, false),
+      row('browser_click', 'browser', false, false),
+      row('browser_type', 'browser', false, false),
+      row('browser_scroll', 'browser', false, false),
+      row('browser_screenshot', 'browser', false, false),
+      row('browser_actions', 'browser', false, false),
       row('search_chunks', 'fast', false),
       row('remember', 'fast', false),
       row('recall_facts', 'fast', false),
