@@ -326,6 +326,23 @@ describe('the sandbox lane', () => {
     assert.deepEqual(plain(chat.turns.get('t')).items, [{ text: 'a', step: 1 }, { error: 'SANDBOX_QUOTA', message: 'quota', retry: null }, { text: 'b', step: 1 }]);
   });
 
+  test("the browser's spawn goes above its call, and its quota refusal on the call", () => {
+    const chat = newChat();
+    apply(chat, 'turn_start', { turn_id: 't', content: 'x' });
+    apply(chat, 'tool_start', { turn_id: 't', call_id: 'c1', name: 'browser_navigate', lane: 'browser' });
+    apply(chat, 'browser_spawn', { turn_id: 't', call_id: 'c1', tier: 'browser', pool: 'warm', quota: '1 of 2 live per user' });
+    apply(chat, 'tool_end', { turn_id: 't', call_id: 'c1', name: 'browser_navigate', lane: 'browser', ok: true });
+    apply(chat, 'tool_start', { turn_id: 't', call_id: 'c2', name: 'browser_navigate', lane: 'browser' });
+    apply(chat, 'error', { turn_id: 't', call_id: 'c2', code: 'BROWSER_QUOTA', http_status: 429, message: 'quota' });
+    apply(chat, 'tool_end', { turn_id: 't', call_id: 'c2', name: 'browser_navigate', lane: 'browser', ok: false });
+    const t = chat.turns.get('t');
+    assert.deepEqual(kinds(t), ['spawn', 'tool', 'tool']);
+    assert.equal(t.items[0].ev.tier, 'browser');
+    assert.equal(t.items[2].quota.code, 'BROWSER_QUOTA');
+    assert.equal(t.items[2].status, 'failed');
+    assert.equal(t.error, null, 'a quota refusal is not the turn failing');
+  });
+
   test("an upload's spawn, outside any turn, is a notice in the chat", () => {
     const { chat, changes } = run(frames('upload'));
     assert.equal(chat.turns.size, 0);
@@ -465,6 +482,7 @@ test('every type HANDLED_TYPES names is read: one event of it changes the state'
     tool_end: { turn_id: 't', call_id: 'c', ok: true },
     sandbox_spawn: { turn_id: 't', call_id: 'c', trigger: 'x' },
     sandbox_gone: { turn_id: 't', reason: 'reaped' },
+    browser_spawn: { turn_id: 't', call_id: 'c', tier: 'browser', trigger: 'first browse this session' },
     error: { turn_id: 't', code: 'MODEL_TIMEOUT', message: 'slow' },
     subagent_start: { ...sub, task: 'x' },
     subagent_end: { ...sub, state: 'done' },
