@@ -59,7 +59,9 @@ BRD_SRC := $(sort $(shell find src/browserd -name '*.c' ! -name main.c 2>/dev/nu
 SQL_FILES := $(sort $(wildcard sql/*.sql))
 WEB_FILES := $(sort $(shell find web -type f ! -name '.*' 2>/dev/null))
 SKILL_FILES := $(sort $(shell find skills -type f ! -name '.*' 2>/dev/null))
-GEN_SRC := $(BUILD)/gen/embed_sql.c $(BUILD)/gen/embed_web.c $(BUILD)/gen/embed_skills.c
+OFFICE_FILES := src/app/tools/office/tusko_office.py
+GEN_SRC := $(BUILD)/gen/embed_sql.c $(BUILD)/gen/embed_web.c $(BUILD)/gen/embed_skills.c \
+  $(BUILD)/gen/embed_office.c
 # Each set of embedded files is written to $(BUILD)/gen/<set>.list, touched only
 # when the set changes; the tables depend on it, so a file added with an older
 # time than the table (a checkout, a rebase) or a file removed rebuilds it.
@@ -68,6 +70,7 @@ file_list = $(shell mkdir -p $(BUILD)/gen && f=$(BUILD)/gen/$(1).list && \
 $(call file_list,sql,$(SQL_FILES))
 $(call file_list,web,$(WEB_FILES))
 $(call file_list,skills,$(SKILL_FILES))
+$(call file_list,office,$(OFFICE_FILES))
 
 ifeq ($(V),1)
   Q :=
@@ -121,6 +124,10 @@ $(BUILD)/gen/embed_skills.c: $(SKILL_FILES) $(BUILD)/gen/skills.list scripts/emb
 	@mkdir -p $(dir $@)
 	$(call say,EMBED,$@)
 	$(Q)scripts/embed.sh skills skills $@ $(SKILL_FILES)
+$(BUILD)/gen/embed_office.c: $(OFFICE_FILES) $(BUILD)/gen/office.list scripts/embed.sh
+	@mkdir -p $(dir $@)
+	$(call say,EMBED,$@)
+	$(Q)scripts/embed.sh office src/app/tools/office $@ $(OFFICE_FILES)
 
 $(LIB_A): $(call objs,$(LIB_SRC))
 $(APP_A): $(call objs,$(APP_SRC)) $(patsubst $(BUILD)/gen/%.c,$(OBJ)/gen/%.o,$(GEN_SRC))

@@ -320,6 +320,27 @@ do_finalize() {
   human=$(du -sh "$root" | cut -f1)
   pptx=$(node -p 'require(process.argv[1]).version' "$root/usr/local/lib/node_modules/pptxgenjs/package.json")
   [[ -f $tmp/python-pptx ]] && pypptx=true
+  # The document libraries the image really holds (probed, not assumed): the
+  # agent's system prompt names exactly these.
+  local libs
+  libs=$(chroot "$root" /usr/bin/env -i PATH=/usr/bin:/bin HOME=/tmp python3 -c '
+import importlib, json, shutil, subprocess
+out = []
+for mod, name in [("openpyxl", "openpyxl"), ("docx", "python-docx"), ("pptx", "python-pptx"),
+                  ("pypdf", "pypdf"), ("xlsxwriter", "xlsxwriter"), ("pandas", "pandas"),
+                  ("matplotlib", "matplotlib"), ("diff_match_patch", "diff-match-patch")]:
+    try:
+        m = importlib.import_module(mod)
+        out.append({"name": name, "language": "python", "version": str(getattr(m, "__version__", ""))})
+    except Exception:
+        pass
+if shutil.which("soffice"):
+    out.append({"name": "libreoffice", "language": "cli", "version": ""})
+if shutil.which("pdftoppm"):
+    out.append({"name": "poppler-utils", "language": "cli", "version": ""})
+print(json.dumps(out))
+')
+  libs=$(printf '%s' "$libs" | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{const l=JSON.parse(s);l.push({name:"pptxgenjs",language:"node",version:process.argv[1]});console.log(JSON.stringify(l))})' "$pptx")
   # shellcheck disable=SC2016 # dpkg-query's format, not the shell's
   chroot "$root" dpkg-query -W -f '${Package} ${Version}\n' >"$tmp/packages.lock"
   cat >"$tmp/image.json" <<EOF
@@ -333,7 +354,8 @@ do_finalize() {
   "size_human": "$human",
   "debian_packages": $(wc -l <"$tmp/packages.lock"),
   "pptxgenjs": "$pptx",
-  "python_pptx": $pypptx
+  "python_pptx": $pypptx,
+  "document_libraries": $libs
 }
 EOF
 }

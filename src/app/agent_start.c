@@ -30,6 +30,7 @@
 #include "app/sessions.h"
 #include "app/skills.h"
 #include "app/tools/browser.h"
+#include "app/tools/office.h"
 #include "app/tools/skills.h"
 #include "app/tools/web_fetch.h"
 #include "lib/log.h"
@@ -41,6 +42,7 @@ static void (*const tool_families[])(void) = {
     agent_plan_tools_register,     /* plan_task */
     agent_files_tools_register,    /* list_files, preview, write_file, read_file */
     agent_exec_tools_register,     /* execute_command, execute_code */
+    tools_office_register,         /* parse_pdf, compare_files */
     web_fetch_register,            /* web_fetch */
     tools_browser_register,        /* browser_navigate, _read, _click, _type, _scroll, _screenshot,
                                       _actions */

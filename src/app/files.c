@@ -13,6 +13,7 @@
 #include "app/sandbox/sandbox.h"
 #include "app/sessions.h"
 #include "app/settings.h"
+#include "app/tools/office.h"
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/utf8.h"
@@ -128,9 +129,38 @@ tk_status agent_files_list(const char *user_id, const char *session_id, const ch
     return st;
 }
 
+/* Pictures and text of an office file or PDF, or its sheets as tables: the
+ * office helper (tools/office.h). A file the helper refuses (corrupt, not what
+ * its extension says, too large) is answered as {"kind": "error", "error"}. */
+static tk_status office_preview(sandbox_handle *h, const char *p, const char *pages, json_t **out,
+                                char *msg, size_t msglen)
+{
+    json_t *req = tk_json_obj("op", json_string("preview"), "path", json_string(p), NULL);
+    if (pages && *pages)
+        json_object_set_new(req, "pages", json_string(pages));
+    json_t *res = NULL;
+    tk_status st = tools_office_run(h, req, &res, msg, msglen);
+    json_decref(req);
+    if (st == TK_EINVAL) {
+        res = tk_json_obj("path", json_string(p), "kind", json_string("error"), "error",
+                          json_string(msg), NULL);
+        st = TK_OK;
+    } else if (st != TK_OK && h->gone) {
+        snprintf(msg, msglen,
+                 "nothing here yet: this chat's workspace is gone (the sandbox was "
+                 "reaped); the next write or command starts a fresh one");
+        st = TK_ENOENT;
+    }
+    if (res)
+        json_object_set_new(res, "mime", json_string(agent_mime_of(p)));
+    *out = res;
+    sandbox_handle_free(h);
+    return st;
+}
+
 tk_status agent_files_preview(const char *user_id, const char *session_id, const char *path,
-                              size_t path_len, long max_chars, const volatile int *cancel,
-                              json_t **out, char *msg, size_t msglen)
+                              size_t path_len, long max_chars, const char *pages,
+                              const volatile int *cancel, json_t **out, char *msg, size_t msglen)
 {
     *out = NULL;
     char p[AGENT_WS_PATH_MAX + 32];
@@ -140,6 +170,8 @@ tk_status agent_files_preview(const char *user_id, const char *session_id, const
     tk_status st = existing(user_id, session_id, cancel, &h, msg, msglen);
     if (st != TK_OK)
         return st == TK_EDENIED ? TK_ENOENT : st;
+    if (tools_office_previewable(p))
+        return office_preview(&h, p, pages, out, msg, msglen);
     const char *mime = agent_mime_of(p);
     size_t cap = is_raster_image(mime) ? 4u << 20 : AGENT_PREVIEW_MAX_BYTES;
     tk_buf data;
@@ -255,9 +287,12 @@ static void h_preview(tk_req *r, void *ud)
     }
     json_t *out = NULL;
     char msg[512];
-    tk_status st = agent_files_preview(app_req_user(r)->id, sid, path, strlen(path), 20000, NULL,
-                                       &out, msg, sizeof msg);
-    if (st == TK_OK)
+    tk_status st = agent_files_preview(app_req_user(r)->id, sid, path, strlen(path), 20000,
+                                       tk_req_query(r, "pages"), NULL, &out, msg, sizeof msg);
+    if (st == TK_OK && strcmp(tk_json_str_or(out, "kind", ""), "error") == 0) {
+        tk_respond_error(r, 422, "UNREADABLE_FILE", "%s", tk_json_str_or(out, "error", ""));
+        json_decref(out);
+    } else if (st == TK_OK)
         tk_respond_json(r, 200, out);
     else
         respond_files_error(r, st, msg);

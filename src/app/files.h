@@ -29,8 +29,8 @@ tk_status agent_files_list(const char *user_id, const char *session_id, const ch
  * "text"? (at most max_chars characters), "truncated", "base64"? (images)}.
  * Returns like agent_files_list (TK_ENOENT also for a missing file). */
 tk_status agent_files_preview(const char *user_id, const char *session_id, const char *path,
-                              size_t path_len, long max_chars, const volatile int *cancel,
-                              json_t **out, char *msg, size_t msglen);
+                              size_t path_len, long max_chars, const char *pages,
+                              const volatile int *cancel, json_t **out, char *msg, size_t msglen);
 
 /* A MIME type guessed from a file name. */
 const char *agent_mime_of(const char *path);

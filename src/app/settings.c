@@ -127,6 +127,10 @@ static tk_setting table[] = {
      "live sandboxes per user at most", .min = 1, .max = 10000, .out = &S.max_sandboxes_per_user},
     {"SANDBOX_IMAGE", "sandbox-image", TK_SET_STR, "tusko-sandbox",
      "image a new sandbox is created from", .out = &S.sandbox_image},
+    {"SANDBOX_IMAGE_INFO", "sandbox-image-info", TK_SET_STR,
+     "var/images/tusko-sandbox/image.json",
+     "the sandbox image's image.json: the document libraries it holds are named in the system "
+     "prompt (empty or absent: none are named)", .out = &S.sandbox_image_info},
     {"SANDBOX_IDLE_TTL", "sandbox-idle-ttl", TK_SET_DURATION, "30m",
      "a sandbox unused this long is reaped (its expiry is renewed on use)", .min = 60 * 1000,
      .max = 7LL * 24 * 3600 * 1000, .out = &S.sandbox_idle_ttl_ms},

@@ -95,6 +95,7 @@ typedef struct {
     char *opensandbox_api_key;        /* OPENSANDBOX_API_KEY, NULL when unset */
     int64_t max_sandboxes_per_user;   /* MAX_SANDBOXES_PER_USER */
     char *sandbox_image;              /* SANDBOX_IMAGE */
+    char *sandbox_image_info;         /* SANDBOX_IMAGE_INFO */
     int64_t sandbox_idle_ttl_ms;      /* SANDBOX_IDLE_TTL */
     int64_t chat_retention_ms;        /* CHAT_RETENTION; 0 (unset): chats are kept */
     char *sandbox_cpu;                /* SANDBOX_CPU */

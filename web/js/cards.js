@@ -3,6 +3,7 @@
 // errors. Each view draws an item of the chat's state (events.js): sync()
 // shows what the item holds now.
 import { fmtBytes, fmtDuration, h, icon } from './html.js';
+import { compareView } from './office.js';
 import { laneBadge, renderPreview } from './ui.js';
 
 // ---------- plan ----------
@@ -144,7 +145,10 @@ export class ToolCard {
     }
     if (!ok) this.showMessage(ev);
     const d = ev.data;
-    if (ok && d && d.kind && (d.text !== undefined || d.base64)) {
+    if (ok && d && Array.isArray(d.changes) && d.summary) {
+      // compare_files: side by side
+      this.el.append(h('div.tool-preview', {}, compareView(d)));
+    } else if (ok && d && d.kind && (d.text !== undefined || d.base64 || d.pages || d.sheets)) {
       // preview: the file itself, shown in the chat
       this.el.append(h('div.tool-preview', {}, renderPreview(d, String(d.path || '').split('/').pop())));
     }

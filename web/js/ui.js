@@ -4,6 +4,7 @@
 // both show.
 import { $, h } from './html.js';
 import { highlightCode, languageOf } from './highlight.js';
+import { filmstrip, sheetTables } from './office.js';
 
 const CSV_MAX_ROWS = 500;
 
@@ -49,7 +50,13 @@ export function laneBadge(lane) {
 // text | base64, mime, truncated}) as nodes; name: the file's name.
 export function renderPreview(p, name) {
   const out = [];
-  if (p.kind === 'image' && p.base64) {
+  if (p.kind === 'pages') {
+    out.push(...filmstrip(p, name));
+  } else if (p.kind === 'sheets') {
+    out.push(...sheetTables(p));
+  } else if (p.kind === 'error') {
+    out.push(h('p.error', { text: p.error }));
+  } else if (p.kind === 'image' && p.base64) {
     out.push(h('img.preview-image', { src: `data:${p.mime || 'image/png'};base64,${p.base64}`, alt: name }));
   } else if (p.kind === 'text' && typeof p.text === 'string') {
     if (/\.csv$/i.test(name) || p.mime === 'text/csv') out.push(csvTable(p.text));

@@ -2,11 +2,13 @@
  * memories that fit. See prompt.h. */
 #include "app/agent/prompt.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "app/app.h"
+#include "app/settings.h"
 #include "app/utopia/routes.h"
 #include "app/utopia/utopia.h"
 #include "lib/buf.h"
@@ -176,6 +178,77 @@ static void skills_append(tk_buf *b, const agent_skills_offer *o, agent_trace *t
     free(cat);
 }
 
+/* ---------------------------------------------------------------- documents */
+
+/* The document libraries of the sandbox image (SANDBOX_IMAGE_INFO's
+ * "document_libraries"), as the prompt names them; "" when the file is absent
+ * or names none. Read once. */
+static char *doc_section;
+static pthread_once_t doc_once = PTHREAD_ONCE_INIT;
+
+static void doc_section_load(void)
+{
+    const app_settings *cfg = app_get() ? app_get()->cfg : NULL;
+    const char *path = cfg ? cfg->sandbox_image_info : NULL;
+    doc_section = agent_prompt_documents(path);
+}
+
+char *agent_prompt_documents(const char *image_json)
+{
+    if (!image_json || !*image_json)
+        return tk_strdup("");
+    char err[256];
+    json_t *j = json_load_file(image_json, JSON_REJECT_DUPLICATES, NULL);
+    json_t *libs = json_object_get(j, "document_libraries");
+    if (!json_is_array(libs) || json_array_size(libs) == 0) {
+        snprintf(err, sizeof err, "%s", j ? "it lists no document_libraries" : "not readable");
+        tk_info("agent", "msg=\"no document libraries named in the prompt\" image_info=%s why=\"%s\"",
+                image_json, err);
+        json_decref(j);
+        return tk_strdup("");
+    }
+    tk_buf py, other;
+    tk_buf_init(&py, 4096);
+    tk_buf_init(&other, 4096);
+    int has_pptx = 0, has_pptxgenjs = 0, has_lo = 0;
+    size_t i;
+    json_t *l;
+    json_array_foreach(libs, i, l)
+    {
+        const char *name = tk_json_str_or(l, "name", "");
+        const char *lang = tk_json_str_or(l, "language", "");
+        const char *ver = tk_json_str_or(l, "version", "");
+        if (!*name || strlen(name) > 64 || strlen(ver) > 32)
+            continue;
+        tk_buf *b = strcmp(lang, "python") == 0 ? &py : &other;
+        tk_buf_printf(b, "%s%s%s%s%s", b->len ? ", " : "", name, *ver ? " " : "", ver,
+                      strcmp(lang, "node") == 0 ? " (Node.js: require(\"pptxgenjs\"))" : "");
+        has_pptx |= strcmp(name, "python-pptx") == 0;
+        has_pptxgenjs |= strcmp(name, "pptxgenjs") == 0;
+        has_lo |= strcmp(name, "libreoffice") == 0;
+    }
+    tk_buf b;
+    tk_buf_init(&b, 16384);
+    tk_buf_append_str(&b, "\n\n## Documents\nThe sandbox holds these document libraries, and "
+                          "only these: ");
+    if (py.len)
+        tk_buf_printf(&b, "Python: %s. ", tk_buf_cstr(&py));
+    if (other.len)
+        tk_buf_printf(&b, "Other: %s. ", tk_buf_cstr(&other));
+    if (!has_pptx && has_pptxgenjs)
+        tk_buf_append_str(&b, "python-pptx is NOT installed: write decks with pptxgenjs in "
+                              "Node.js (execute_command: node script.js). ");
+    tk_buf_append_str(&b, "Do not install packages (there is no network). After writing a "
+                          "deck, document or sheet, call preview on it: ");
+    tk_buf_append_str(&b, has_lo ? "the user sees a picture of every slide or page, and you get "
+                                   "each one's text back to check."
+                                 : "without LibreOffice in the image the user sees its text only.");
+    tk_buf_free(&py);
+    tk_buf_free(&other);
+    json_decref(j);
+    return tk_buf_steal(&b, NULL);
+}
+
 /* ---------------------------------------------------------------- the prompt */
 
 void agent_prompt_gather(PGconn *c, const char *user_id, const char *chat_id, const char *text,
@@ -200,6 +273,10 @@ char *agent_prompt_build(const agent_prompt_parts *p, agent_trace *t, const char
     tk_buf b;
     tk_buf_init(&b, (size_t)APP_SYSTEM_PROMPT_MAX * 4 + 1024);
     tk_buf_append_str(&b, base ? base : "");
+    pthread_once(&doc_once, doc_section_load);
+    if (doc_section && *doc_section &&
+        app_utf8_chars(tk_buf_cstr(&b), b.len) + (long)strlen(doc_section) <= APP_SYSTEM_PROMPT_MAX)
+        tk_buf_append_str(&b, doc_section);
     skills_append(&b, &p->skills, t, parent_span);
     memories_append(&b, &p->mem, t, parent_span);
     return tk_buf_steal(&b, NULL);

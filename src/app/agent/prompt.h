@@ -65,4 +65,10 @@ void agent_prompt_gather(PGconn *c, const char *user_id, const char *chat_id, co
 char *agent_prompt_build(const agent_prompt_parts *p, agent_trace *t, const char *parent_span);
 void agent_prompt_parts_free(agent_prompt_parts *p);
 
+/* The "## Documents" section naming the document libraries an image.json
+ * (build.sh's, its "document_libraries") lists, and how to check a deck with
+ * preview (heap; "" when the file is absent or lists none). The prompt uses
+ * SANDBOX_IMAGE_INFO's, read once. */
+char *agent_prompt_documents(const char *image_json);
+
 #endif

@@ -373,6 +373,36 @@ tk_status sandbox_execd_run_command(sandbox_handle *h, const char *command, long
     return TK_ERROR;
 }
 
+tk_status sandbox_execd_run_oneshot(sandbox_handle *h, const char *command, json_t *envs,
+                                    long timeout_ms, sandbox_execd_result *res)
+{
+    struct run_ctx x = {.res = res, .lines = 1};
+    long status = 0;
+    json_t *body = tk_json_obj("command", json_string(command), "cwd", json_string("/workspace"),
+                               "timeout", json_integer(timeout_ms), NULL);
+    if (envs)
+        json_object_set(body, "envs", envs);
+    tk_status st = stream_call(h, "/command", body, timeout_ms + 15000, &x, &status);
+    tk_buf_free(&x.errbody);
+    if (st == TK_ECLOSED || st == TK_ETIMEOUT) {
+        if (x.cmd_id[0])
+            interrupt(h, "/command?id=", x.cmd_id);
+        return st == TK_ECLOSED ? TK_ECLOSED : TK_OK;
+    }
+    if (st != TK_OK) {
+        maybe_gone(h, 0, NULL);
+        return TK_ERROR;
+    }
+    if (status < 200 || status > 299) {
+        status_error(&x, status, "command");
+        maybe_gone(h, status, NULL);
+        return TK_ERROR;
+    }
+    if (res->exit_code < 0 && !res->error[0])
+        res->exit_code = 0;
+    return TK_OK;
+}
+
 tk_status sandbox_execd_run_code(sandbox_handle *h, const char *code, long timeout_ms,
                                  sandbox_execd_output_fn on_out, void *ud,
                                  sandbox_execd_result *res)

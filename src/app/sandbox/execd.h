@@ -41,6 +41,12 @@ void sandbox_execd_result_free(sandbox_execd_result *r);
 tk_status sandbox_execd_run_command(sandbox_handle *h, const char *command, long timeout_ms,
                                     sandbox_execd_output_fn on_out, void *ud,
                                     sandbox_execd_result *res);
+/* Runs one command outside the chat's shell (its own process, cwd /workspace,
+ * with the extra environment envs: an object of strings, borrowed), nothing
+ * streamed; the shell's state is untouched. Same returns as run_command; a
+ * timeout stops the command (res->timed_out). */
+tk_status sandbox_execd_run_oneshot(sandbox_handle *h, const char *command, json_t *envs,
+                                    long timeout_ms, sandbox_execd_result *res);
 /* Runs Python in the chat's persistent kernel (variables and DataFrames persist). */
 tk_status sandbox_execd_run_code(sandbox_handle *h, const char *code, long timeout_ms,
                                  sandbox_execd_output_fn on_out, void *ud,

@@ -19,6 +19,7 @@
 #include "app/sandbox/execd.h"
 #include "app/sandbox/sandbox.h"
 #include "app/agent/tools.h"
+#include "app/tools/office.h"
 #include "app/tools/sandbox_tool.h"
 #include "app/workspace.h"
 #include "lib/json.h"
@@ -73,8 +74,14 @@ static void run_preview(agent_call *call, const json_t *args, agent_result *out)
         max = 4000;
     json_t *res = NULL;
     char msg[512];
+    json_t *jpages = json_object_get(args, "pages");
+    char pages[32] = "";
+    if (json_is_string(jpages))
+        snprintf(pages, sizeof pages, "%s", json_string_value(jpages));
+    else if (json_is_integer(jpages))
+        snprintf(pages, sizeof pages, "%lld", (long long)json_integer_value(jpages));
     tk_status st = agent_files_preview(agent_call_user(call), agent_call_session(call),
-                                       json_string_value(jp), json_string_length(jp), max,
+                                       json_string_value(jp), json_string_length(jp), max, pages,
                                        agent_call_cancel_flag(call), &res, msg, sizeof msg);
     if (st == TK_ENOENT && strncmp(msg, "nothing here yet", 16) == 0) {
         agent_result_text(out, "%s", msg);
@@ -85,7 +92,14 @@ static void run_preview(agent_call *call, const json_t *args, agent_result *out)
         return;
     }
     const char *kind = tk_json_str_or(res, "kind", "binary");
-    if (strcmp(kind, "text") == 0)
+    if (strcmp(kind, "error") == 0) {
+        agent_result_error(out, "%s", tk_json_str_or(res, "error", "the file cannot be read"));
+        json_decref(res);
+        return;
+    }
+    if (strcmp(kind, "pages") == 0 || strcmp(kind, "sheets") == 0)
+        agent_result_take(out, tools_office_preview_text(res), 0);
+    else if (strcmp(kind, "text") == 0)
         agent_result_text(out, "%s (%lld bytes)%s:\n%s", tk_json_str_or(res, "path", ""),
                           (long long)tk_json_int_or(res, "size", 0),
                           json_is_true(json_object_get(res, "truncated")) ? ", start shown" : "",
@@ -198,10 +212,16 @@ static const agent_tool tools[] = {
      .run = run_list_files},
     {.name = "preview",
      .lane = AGENT_LANE_FAST,
-     .description = "Show the user a preview of a file in the workspace (text, or a picture for "
-                    "images); returns the start of a text file.",
+     .description =
+         "Show the user a preview of a file in the workspace: text; a picture for images; a "
+         "picture of every slide or page of .pptx .ppt .odp .docx .doc .odt .pdf, with each "
+         "one's text (title, body, speaker notes) returned to you; one table per sheet of "
+         ".xlsx .xls .ods .csv (formula values computed). At most 30 slides or 20 pages a "
+         "call: pages \"21-40\" for more. Use it to check a deck or document you made.",
      .parameters = "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
-                   "\"max_chars\":{\"type\":\"integer\"}},\"required\":[\"path\"]}",
+                   "\"pages\":{\"type\":\"string\",\"description\":\"slides or pages to "
+                   "show, e.g. \\\"21-40\\\"\"},\"max_chars\":{\"type\":\"integer\"}},"
+                   "\"required\":[\"path\"]}",
      .run = run_preview},
     {.name = "write_file",
      .lane = AGENT_LANE_SANDBOX,
