@@ -7,7 +7,7 @@ import { h } from './html.js';
 // The pictures of a preview ({kind: "pages", pages: [{page, mime, base64,
 // title, body, notes, text}], page_count, first, last, rendered, notes}).
 export function filmstrip(p, name) {
-  const pages = (p.pages || []).filter((x) => x.base64);
+  const pages = (p.pages || []).filter((x) => x.base64 && /^image\/(png|jpeg)$/.test(x.mime));
   const unit = p.family === 'slides' ? 'Slide' : 'Page';
   const out = [];
   const range = `${unit}s ${p.first}–${p.last} of ${p.page_count}`;

@@ -202,7 +202,8 @@ char *agent_prompt_documents(const char *image_json)
     json_t *libs = json_object_get(j, "document_libraries");
     if (!json_is_array(libs) || json_array_size(libs) == 0) {
         snprintf(err, sizeof err, "%s", j ? "it lists no document_libraries" : "not readable");
-        tk_info("agent", "msg=\"no document libraries named in the prompt\" image_info=%s why=\"%s\"",
+        tk_info("agent",
+                "msg=\"no document libraries named in the prompt\" image_info=%s why=\"%s\"",
                 image_json, err);
         json_decref(j);
         return tk_strdup("");

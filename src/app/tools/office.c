@@ -25,9 +25,8 @@ extern const struct tk_embed_file tk_embed_office[];
 /* The helper travels in one environment variable (Linux caps one at 128 KiB). */
 #define OFFICE_HELPER_MAX (120u * 1024)
 
-static const char *const previewable[] = {".pptx", ".ppt", ".odp", ".docx", ".doc",
-                                          ".odt",  ".rtf", ".pdf", ".xlsx", ".xls",
-                                          ".ods",  ".csv", ".tsv"};
+static const char *const previewable[] = {".pptx", ".ppt",  ".odp", ".docx", ".doc", ".odt", ".rtf",
+                                          ".pdf",  ".xlsx", ".xls", ".ods",  ".csv", ".tsv"};
 
 int tools_office_previewable(const char *path)
 {
@@ -41,21 +40,28 @@ int tools_office_previewable(const char *path)
     return 0;
 }
 
-/* The JSON between the markers, newlines dropped (the helper cuts it into
- * lines; execd may cut long lines again). NULL when there is none. */
-static json_t *answer_of(const tk_buf *o, char *msg, size_t msglen)
+/* A picture's MIME type as the UI may use it in a data: URL. */
+static int picture_mime_ok(const char *m)
+{
+    return m && (strcmp(m, "image/png") == 0 || strcmp(m, "image/jpeg") == 0);
+}
+
+json_t *tools_office_answer(const char *s, size_t n, char *msg, size_t msglen)
 {
     static const char begin[] = "TUSKO-OFFICE-BEGIN\n", end[] = "TUSKO-OFFICE-END";
-    const char *s = tk_buf_cstr(o);
     const char *b = NULL;
-    for (const char *p = s; (p = strstr(p, begin)) != NULL; p++)
-        b = p;
+    /* the last begin marker (anything printed before it is not the answer) */
+    for (const char *p = s; p && (size_t)(p - s) < n;) {
+        p = memmem(p, n - (size_t)(p - s), begin, sizeof begin - 1);
+        if (p)
+            b = p++;
+    }
     if (!b) {
         snprintf(msg, msglen, "the office helper gave no answer");
         return NULL;
     }
     b += sizeof begin - 1;
-    const char *e = strstr(b, end);
+    const char *e = memmem(b, n - (size_t)(b - s), end, sizeof end - 1);
     if (!e) {
         snprintf(msg, msglen, "the office helper's answer was cut off");
         return NULL;
@@ -70,8 +76,21 @@ static json_t *answer_of(const tk_buf *o, char *msg, size_t msglen)
     tk_buf_free(&j);
     if (!json_is_object(v)) {
         json_decref(v);
-        snprintf(msg, msglen, "the office helper's answer is not JSON: %s", err);
+        snprintf(msg, msglen, "the office helper's answer is not JSON%s%s", *err ? ": " : "", err);
         return NULL;
+    }
+    /* the sandbox is the user's: keep only pictures the UI can show as such */
+    size_t i;
+    json_t *pg;
+    json_array_foreach(json_object_get(v, "pages"), i, pg)
+    {
+        if (!json_is_object(pg))
+            continue;
+        if (!picture_mime_ok(tk_json_str(pg, "mime")) ||
+            !json_is_string(json_object_get(pg, "base64"))) {
+            json_object_del(pg, "base64");
+            json_object_del(pg, "mime");
+        }
     }
     return v;
 }
@@ -95,7 +114,7 @@ tk_status tools_office_run(sandbox_handle *h, json_t *req, json_t **out, char *m
     sandbox_execd_result_init(&r, OFFICE_OUTPUT_MAX);
     /* a constant line: the file's name and every argument are in the environment */
     tk_status st = sandbox_execd_run_oneshot(
-        h, "exec python3 -c 'import os;exec(os.environ[\"TUSKO_OFFICE_PY\"])' 2>/dev/null", envs,
+        h, "exec python3 -I -c 'import os;exec(os.environ[\"TUSKO_OFFICE_PY\"])' 2>/dev/null", envs,
         (TOOLS_OFFICE_TIMEOUT_S + 10) * 1000L, &r);
     json_decref(envs);
     if (st == TK_ECLOSED) {
@@ -111,7 +130,8 @@ tk_status tools_office_run(sandbox_handle *h, json_t *req, json_t **out, char *m
                  OFFICE_OUTPUT_MAX >> 20);
         st = TK_EINVAL;
     } else {
-        json_t *v = answer_of(&r.output, msg, msglen);
+        json_t *v =
+            tools_office_answer(r.output.data ? r.output.data : "", r.output.len, msg, msglen);
         if (!v) {
             if (r.exit_code > 0)
                 snprintf(msg + strlen(msg), msglen - strlen(msg), " (exit code %d%s)", r.exit_code,
@@ -232,7 +252,8 @@ static int existing(agent_call *call, sandbox_handle *h, agent_result *out)
     if (st == TK_OK)
         return 1;
     if (st == TK_ENOENT || st == TK_EDENIED)
-        agent_result_error(out, "nothing here yet: this chat has no files (no sandbox was started)");
+        agent_result_error(out,
+                           "nothing here yet: this chat has no files (no sandbox was started)");
     else
         agent_result_error(out, "%s", msg);
     return 0;
@@ -267,9 +288,10 @@ static void run_helper(agent_call *call, json_t *req, agent_result *out, json_t 
     tk_status st = tools_office_run(&h, req, res, msg, sizeof msg);
     json_decref(req);
     if (st != TK_OK)
-        agent_result_error(out, "%s", h.gone ? "this chat's workspace is gone (the sandbox was "
-                                               "reaped)"
-                                             : msg);
+        agent_result_error(out, "%s",
+                           h.gone ? "this chat's workspace is gone (the sandbox was "
+                                    "reaped)"
+                                  : msg);
     sandbox_handle_free(&h);
 }
 
@@ -361,8 +383,8 @@ static void run_compare(agent_call *call, const json_t *args, agent_result *out)
         return;
     }
     json_t *req =
-        tk_json_obj("op", json_string("compare"), "a", json_string(a), "b", json_string(bp),
-                    "mode", json_string(mode), "max_changes", json_integer(maxc), NULL);
+        tk_json_obj("op", json_string("compare"), "a", json_string(a), "b", json_string(bp), "mode",
+                    json_string(mode), "max_changes", json_integer(maxc), NULL);
     if (json_is_string(json_object_get(args, "output")))
         json_object_set(req, "output", json_object_get(args, "output"));
     json_t *res;
@@ -374,8 +396,7 @@ static void run_compare(agent_call *call, const json_t *args, agent_result *out)
     tk_buf_printf(&b, "%s → %s: %s\n", a, bp, tk_json_str_or(res, "summary", ""));
     size_t i;
     json_t *c;
-    json_array_foreach(json_object_get(res, "changes"), i, c)
-        change_line(&b, c);
+    json_array_foreach(json_object_get(res, "changes"), i, c) change_line(&b, c);
     int64_t more = tk_json_int_or(res, "more", 0);
     if (more > 0)
         tk_buf_printf(&b, "... and %lld more changes (raise max_changes to see them)\n",

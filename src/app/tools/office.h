@@ -32,8 +32,13 @@ int tools_office_previewable(const char *path);
  * parse_pdf or compare). TK_OK with *out (the answer; the caller frees it);
  * TK_EINVAL when the helper refused the input (msg says why, for the user);
  * TK_ERROR when it could not run (msg). h->gone is set when the sandbox went. */
-tk_status tools_office_run(sandbox_handle *h, json_t *req, json_t **out, char *msg,
-                           size_t msglen);
+tk_status tools_office_run(sandbox_handle *h, json_t *req, json_t **out, char *msg, size_t msglen);
+
+/* The answer in a helper's output (n bytes: the JSON between its markers, its
+ * newlines dropped), pictures of any other type than PNG or JPEG removed; NULL
+ * with msg when there is none. The output comes from the user's sandbox: it is
+ * untrusted (tests/fuzz/fuzz_office_answer.c). */
+json_t *tools_office_answer(const char *s, size_t n, char *msg, size_t msglen);
 
 /* The text the model reads for a preview answer (heap). */
 char *tools_office_preview_text(const json_t *res);

@@ -122,6 +122,8 @@ describe('GET /api/agent', () => {
       row('read_file', 'sandbox', false, exec),
       row('execute_command', 'sandbox', true, exec),
       row('execute_code', 'sandbox', true, exec),
+      row('parse_pdf', 'sandbox', false, exec),
+      row('compare_files', 'sandbox', false, exec),
       row('web_fetch', 'fast', false),
       row('browser_navigate', 'browser', false, false),
       row('browser_read', 'browser', false, false),

@@ -12,7 +12,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { stopAll } from '../../lib/harness.mjs';
 import { KEY, startSandboxd } from '../sandboxd/sbx.mjs';
-import { api, makeUser, newSession, startModels, startTusko, turn } from './lib.mjs';
+import { api, events, makeUser, newSession, post, sleep, startModels, startTusko } from './lib.mjs';
 
 const fixture = (f) => readFileSync(new URL(`../../fixtures/office/${f}`, import.meta.url), 'utf8');
 const call = (name, args) => ({ tool_calls: [{ name, arguments: args }] });
@@ -79,6 +79,23 @@ const SCENARIOS = {
   'bad-range': one('preview', { path: 'huge.pdf', pages: '3000-3001' }),
   alive: one('execute_command', { command: 'echo alive; ls -a /workspace' }),
 };
+
+// Sends a message and waits for its turn's end by reading the stored events
+// (a live stream is ended by the server when one event — 20 JPEG pages — is
+// past its 256 KiB buffer and the next comes at once; the web UI reconnects
+// and resumes, this helper just reads the replay).
+async function turn(base, user, sid, content, extra = {}, { timeoutMs = 60000 } = {}) {
+  const r = await post(base, user, sid, content, extra);
+  assert.equal(r.status, 202, r.text);
+  const id = r.json.turn_id;
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const evs = (await events(base, user, sid)).filter((e) => e.json && e.json.turn_id === id);
+    if (evs.length && evs.at(-1).event === 'turn_end') return { turnId: id, events: evs, end: evs.at(-1).json };
+    assert.ok(Date.now() < until, `turn ${id} did not end within ${timeoutMs} ms: ${evs.map((e) => e.event).join(',')}`);
+    await sleep(250);
+  }
+}
 
 const ends = (t, name) => t.events.filter((e) => e.event === 'tool_end' && e.json.name === name);
 const output = (t) => t.events.filter((e) => e.event === 'tool_output').map((e) => e.json.text).join('');
@@ -204,7 +221,9 @@ describe('office documents', () => {
   });
 
   test('bad input: a tool error naming the problem, within the bound; the sandbox stays usable', async () => {
-    // a chat of its own (the events of the first one hold many pictures)
+    // a user and chat of their own (the first chat's events hold many pictures,
+    // and its finished event streams count against the user's USER_MAX_STREAMS)
+    const user = makeUser(stack.pg);
     const sid = await newSession(base, user);
     const made = await turn(base, user, sid, 'bad #scenario:make-bad', {}, { timeoutMs: 60000 });
     assert.match(output(made), /bad files made/);
