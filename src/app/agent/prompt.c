@@ -276,7 +276,7 @@ char *agent_prompt_build(const agent_prompt_parts *p, agent_trace *t, const char
     tk_buf_append_str(&b, base ? base : "");
     pthread_once(&doc_once, doc_section_load);
     if (doc_section && *doc_section &&
-        app_utf8_chars(tk_buf_cstr(&b), b.len) + (long)strlen(doc_section) <= APP_SYSTEM_PROMPT_MAX)
+        tk_utf8_count(tk_buf_cstr(&b), b.len) + (long)strlen(doc_section) <= APP_SYSTEM_PROMPT_MAX)
         tk_buf_append_str(&b, doc_section);
     skills_append(&b, &p->skills, t, parent_span);
     memories_append(&b, &p->mem, t, parent_span);
