@@ -158,8 +158,8 @@ build_tusko() { env TUSKO_LISTEN="$TUSKO_LISTEN" "$BUILD/tusko" "$@"; }
 build_tusko migrate >>"$VAR/log/tusko.log" 2>&1 || { echo "tusko migrate failed; see var/log/tusko.log" >&2; exit 1; }
 if [ ! -s "$VAR/secrets/admin_password" ]; then
   pw=$(secret admin_password)
-  if printf '%s\n' "$pw" | build_tusko user add --email admin@localhost --password-stdin >>"$VAR/log/tusko.log" 2>&1; then
-    say "created the account admin@localhost (password in ${VAR#"$ROOT"/}/secrets/admin_password)"
+  if printf '%s\n' "$pw" | build_tusko user add --email admin@localhost --password-stdin --admin >>"$VAR/log/tusko.log" 2>&1; then
+    say "created the account admin@localhost, an admin (password in ${VAR#"$ROOT"/}/secrets/admin_password)"
   else
     echo "note: could not create admin@localhost (it may exist already); see var/log/tusko.log"
   fi

@@ -19,6 +19,7 @@
 #include "app/agent/tools.h"
 #include "app/agent/turn.h"
 #include "app/app.h"
+#include "app/audit.h"
 #include "app/browser/browser.h"
 #include "app/notify/notify.h"
 #include "app/notify/notify_tools.h"
@@ -143,6 +144,8 @@ static void on_tick(PGconn *c, void *ud)
     if (tk_mono_ms() >= next_events_sweep_ms) {
         next_events_sweep_ms = tk_mono_ms() + 3600 * 1000;
         tk_pg_exec(c, "SELECT tusko_events_sweep()", 0, NULL);
+        while (app_audit_sweep(c, 1000) == 1000) /* AUDIT_RETENTION */
+            ;
     }
     /* the sandbox sweep, once a minute, on a tool worker */
     int64_t now = tk_mono_ms();

@@ -93,7 +93,8 @@ static int read_password(char *out, size_t outlen)
 
 static int user_add(int argc, char **argv)
 {
-    struct opt opts[] = {{"email", 1, NULL}, {"name", 1, NULL}, {"password-stdin", 0, NULL}};
+    struct opt opts[] = {
+        {"email", 1, NULL}, {"name", 1, NULL}, {"password-stdin", 0, NULL}, {"admin", 0, NULL}};
     int rc = parse_opts("user add", argc, argv, opts, TK_ARRAY_LEN(opts));
     if (rc)
         return rc;
@@ -125,7 +126,9 @@ static int user_add(int argc, char **argv)
         return 1;
     }
     char id[TK_UUID_LEN];
-    tk_status st = app_user_create(c, email, hash[0] ? hash : NULL, opts[1].value, id);
+    int admin = 0;
+    tk_status st = app_user_create(c, email, hash[0] ? hash : NULL, opts[1].value,
+                                   opts[3].value != NULL, &admin, id);
     app_db_release(c);
     if (st == TK_EDENIED) {
         fprintf(stderr, "tusko user add: a user with email %s already exists\n", email);
@@ -136,7 +139,7 @@ static int user_add(int argc, char **argv)
         return 1;
     }
     printf("%s\n", id);
-    fprintf(stderr, "tusko: user %s created (%s)%s\n", email, id,
+    fprintf(stderr, "tusko: user %s created (%s), %s%s\n", email, id, admin ? "an admin" : "a user",
             hash[0] ? "" : "; it has no password (sign in through OIDC or use an API token)");
     return 0;
 }
@@ -254,7 +257,7 @@ int app_cli_user(int argc, char **argv)
         return user_export(argc - 1, argv + 1);
     if (argc >= 1 && strcmp(argv[0], "delete") == 0)
         return user_delete(argc - 1, argv + 1);
-    fprintf(stderr, "usage: tusko user add --email E [--name N] [--password-stdin]\n"
+    fprintf(stderr, "usage: tusko user add --email E [--name N] [--password-stdin] [--admin]\n"
                     "       tusko user export --email E --out FILE\n"
                     "       tusko user delete --email E --yes\n");
     return 2;

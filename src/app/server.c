@@ -6,6 +6,7 @@
 
 #include "app/app.h"
 #include "app/account.h"
+#include "app/admin.h"
 #include "app/agent/hub.h"
 #include "app/files.h"
 #include "app/skills_api.h"
@@ -38,6 +39,7 @@ static const struct route_set sets[] = {
     {app_oidc_routes, &app_oidc_nroutes},           /* /api/auth/oidc/... (public) */
     {app_me_routes, &app_me_nroutes},               /* /api/me, /api/models */
     {app_account_routes, &app_account_nroutes},     /* GET /api/me/export, DELETE /api/me */
+    {admin_routes, &admin_nroutes},                 /* /api/admin/... (admins only) */
     {agent_turn_routes, &agent_turn_nroutes},       /* POST /api/sessions/{id}/messages|cancel */
     {agent_hub_routes, &agent_hub_nroutes},         /* GET /api/sessions/{id}/events */
     {app_upload_routes, &app_upload_nroutes},       /* .../files/upload (upload.c) */

@@ -163,6 +163,9 @@ static tk_setting table[] = {
     {"CHAT_RETENTION", "chat-retention", TK_SET_DURATION, NULL,
      "delete chats not touched for this long (unset: keep them)", .min = 1000,
      .max = 100LL * 366 * 24 * 3600 * 1000, .out = &S.chat_retention_ms},
+    {"AUDIT_RETENTION", "audit-retention", TK_SET_DURATION, "180d",
+     "audit log entries older than this are deleted (hourly)", .min = 3600 * 1000,
+     .max = 100LL * 366 * 24 * 3600 * 1000, .out = &S.audit_retention_ms},
     {"USER_MAX_STREAMS", "user-max-streams", TK_SET_INT, "16",
      "event streams one user holds open on this instance (a new one closes the oldest)",
      .min = 1, .max = 100000, .out = &S.user_max_streams},
@@ -198,6 +201,10 @@ static tk_setting table[] = {
     {"OIDC_TOKEN_AUTH_METHOD", "oidc-token-auth-method", TK_SET_STR, NULL,
      "client_secret_basic or client_secret_post (unset: what the provider supports, basic first)",
      .out = &S.oidc_token_auth, .check = check_token_auth},
+    {"OIDC_ADMIN_CLAIM", "oidc-admin-claim", TK_SET_STR, NULL,
+     "an OIDC sign-in whose ID token has this claim becomes an admin: claim=value (a string "
+     "claim equal to value, or an array holding it, e.g. groups=tusko-admins) or claim (a "
+     "boolean claim that is true); unset: none", .out = &S.oidc_admin_claim},
 
     /* data outside Postgres, backups (docs/OPERATIONS.md) */
     {"TUSKO_DATA_DIR", "data-dir", TK_SET_STR, "var/data",

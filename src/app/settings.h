@@ -98,6 +98,7 @@ typedef struct {
     char *sandbox_image_info;         /* SANDBOX_IMAGE_INFO */
     int64_t sandbox_idle_ttl_ms;      /* SANDBOX_IDLE_TTL */
     int64_t chat_retention_ms;        /* CHAT_RETENTION; 0 (unset): chats are kept */
+    int64_t audit_retention_ms;       /* AUDIT_RETENTION: audit log entries are kept this long */
     char *sandbox_cpu;                /* SANDBOX_CPU */
     char *sandbox_memory;             /* SANDBOX_MEMORY */
     int64_t sandbox_start_timeout_ms; /* SANDBOX_START_TIMEOUT */
@@ -124,6 +125,7 @@ typedef struct {
     char *oidc_scopes;        /* OIDC_SCOPES */
     int oidc_link_by_email;   /* OIDC_LINK_BY_EMAIL: a verified email may join an account */
     char *oidc_token_auth;    /* OIDC_TOKEN_AUTH_METHOD: client_secret_basic/_post, NULL: auto */
+    char *oidc_admin_claim;   /* OIDC_ADMIN_CLAIM: "claim=value" or "claim"; NULL: none */
 
     /* the data outside Postgres, backups (docs/OPERATIONS.md) */
     char *data_dir;        /* TUSKO_DATA_DIR */

@@ -38,15 +38,16 @@ tk_status app_email_normalize(const char *in, char *out, size_t outlen)
 }
 
 tk_status app_user_create(PGconn *c, const char *email, const char *password_hash, const char *name,
-                          char id[TK_UUID_LEN])
+                          int want_admin, int *is_admin, char id[TK_UUID_LEN])
 {
     tk_uuid7(id);
-    const char *p[] = {id, email, password_hash, name};
-    PGresult *r = tk_pg_query(
-        c, "INSERT INTO users (id, email, password_hash, name) VALUES ($1, $2, $3, $4)", 4, p);
+    const char *p[] = {id, email, password_hash, name, want_admin ? "true" : "false"};
+    PGresult *r = tk_pg_query(c, "SELECT tusko_user_insert($1, $2, $3, $4, $5)", 5, p);
     tk_status st = TK_OK;
     if (!tk_pg_ok(r))
         st = strcmp(tk_pg_sqlstate(r), "23505") == 0 ? TK_EDENIED : TK_ERROR;
+    else if (is_admin)
+        *is_admin = strcmp(PQgetvalue(r, 0, 0), "admin") == 0;
     PQclear(r);
     return st;
 }
@@ -67,6 +68,27 @@ tk_status app_user_find_email(PGconn *c, const char *email, char id[TK_UUID_LEN]
             *password_hash = tk_strdup(PQgetvalue(r, 0, 1));
         st = TK_OK;
     }
+    PQclear(r);
+    return st;
+}
+
+tk_status app_users_set_admin(PGconn *c, const char *user_id, int admin)
+{
+    const char *p[] = {user_id, admin ? "admin" : "user"};
+    PGresult *r = tk_pg_query(c, "UPDATE users SET role = $2 WHERE id = $1", 2, p);
+    tk_status st = !tk_pg_ok(r) ? TK_ERROR : atoi(PQcmdTuples(r)) == 1 ? TK_OK : TK_ENOENT;
+    PQclear(r);
+    return st;
+}
+
+tk_status app_users_disabled(PGconn *c, const char *user_id)
+{
+    const char *p[] = {user_id};
+    PGresult *r = tk_pg_query(c, "SELECT disabled_at IS NOT NULL FROM users WHERE id = $1", 1, p);
+    tk_status st = !tk_pg_ok(r)                            ? TK_ERROR
+                   : PQntuples(r) != 1                     ? TK_ENOENT
+                   : strcmp(PQgetvalue(r, 0, 0), "t") == 0 ? TK_EDENIED
+                                                           : TK_OK;
     PQclear(r);
     return st;
 }

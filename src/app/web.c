@@ -158,6 +158,7 @@ const tk_route app_web_routes[] = {
     {"GET", "/memory", h_index, NULL, TK_ROUTE_PUBLIC},
     {"GET", "/schedules", h_index, NULL, TK_ROUTE_PUBLIC},
     {"GET", "/settings", h_index, NULL, TK_ROUTE_PUBLIC},
+    {"GET", "/admin", h_index, NULL, TK_ROUTE_PUBLIC},
     {"GET", "/assets/*", h_asset, NULL, TK_ROUTE_PUBLIC},
 };
 const size_t app_web_nroutes = TK_ARRAY_LEN(app_web_routes);

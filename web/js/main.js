@@ -17,6 +17,7 @@ import { Panel } from './panel.js';
 import { Router } from './router.js';
 import { SchedulesView } from './schedules.js';
 import { SettingsView } from './settings.js';
+import { AdminView } from './admin.js';
 import { Sidebar } from './sidebar.js';
 import { initTheme } from './theme.js';
 import { TraceView } from './trace.js';
@@ -97,6 +98,7 @@ async function start() {
   setCsrf(me.csrf_token);
   document.body.dataset.view = 'app';
   $('#me').textContent = me.email || 'API token';
+  $('#nav-admin').hidden = me.role !== 'admin';
   executionBanner(me.execution);
   let agent;
   try {
@@ -384,6 +386,7 @@ function initViews() {
   const memoryPage = new MemoryView();
   $('#view-memory .page-inner').append(memoryPage.el);
   const settings = new SettingsView($('#view-settings .page-inner'), { onSignOut: signOut });
+  const adminPage = new AdminView($('#view-admin .page-inner'));
   const schedulesPage = new SchedulesView({ onOpenChat: (id) => router.go(`/c/${id}`), onRunsChanged: () => sidebar.load().catch(toast) });
   $('#view-schedules .page-inner').append(schedulesPage.el);
   const VIEWS = [
@@ -392,6 +395,7 @@ function initViews() {
     ['/memory', pageView('memory', 'Memory', () => memoryPage.changed())],
     ['/schedules', pageView('schedules', 'Schedules', () => schedulesPage.shown())],
     ['/settings', pageView('settings', 'Settings', () => settings.render(state.me, state.models, state.agent))],
+    ['/admin', pageView('admin', 'Admin', () => adminPage.shown(state.me))],
   ];
   router = new Router(chatView);
   for (const [path, view] of VIEWS) router.add(path, view);

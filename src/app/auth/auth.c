@@ -110,11 +110,17 @@ static tk_status lookup(const char *sql, const char *hash, app_auth_via via, app
         if (!PQgetisnull(r, 0, 3))
             tk_parse_i64(PQgetvalue(r, 0, 3), 0, INT64_MAX, &e);
         u->expires_ms = e;
+        u->admin = strcmp(PQgetvalue(r, 0, 4), "t") == 0;
         u->via = via;
         snprintf(u->cred_hash, sizeof u->cred_hash, "%s", hash);
         st = TK_OK;
     }
     PQclear(r);
+    if (st == TK_OK) {
+        /* best effort, only on a cache miss: roughly when the account was last seen */
+        const char *q[] = {u->id};
+        tk_pg_exec(c, "UPDATE users SET last_seen_at = now() WHERE id = $1", 1, q);
+    }
     if (st == TK_OK && via == APP_AUTH_TOKEN) {
         /* best effort, only on a cache miss: roughly when the token was last used */
         tk_pg_exec(c,
@@ -136,9 +142,10 @@ tk_status app_auth_token(const char *token, app_user *u)
         return TK_OK;
     tk_status st = lookup(
         "SELECT u.id, coalesce(u.email, ''), '', "
-        "(extract(epoch FROM t.expires_at) * 1000)::bigint "
+        "(extract(epoch FROM t.expires_at) * 1000)::bigint, u.role = 'admin' "
         "FROM api_tokens t JOIN users u ON u.id = t.user_id "
-        "WHERE t.token_hash = decode($1, 'hex') AND (t.expires_at IS NULL OR t.expires_at > now())",
+        "WHERE t.token_hash = decode($1, 'hex') AND (t.expires_at IS NULL OR t.expires_at > now()) "
+        "AND u.disabled_at IS NULL",
         hash, APP_AUTH_TOKEN, u);
     if (st == TK_OK)
         cache_put(u);
@@ -154,9 +161,10 @@ tk_status app_auth_session(const char *secret, app_user *u)
     if (cache_get(hash, u) && u->via == APP_AUTH_COOKIE)
         return TK_OK;
     tk_status st = lookup("SELECT u.id, coalesce(u.email, ''), s.csrf_token, "
-                          "(extract(epoch FROM s.expires_at) * 1000)::bigint "
+                          "(extract(epoch FROM s.expires_at) * 1000)::bigint, u.role = 'admin' "
                           "FROM web_sessions s JOIN users u ON u.id = s.user_id "
-                          "WHERE s.token_hash = decode($1, 'hex') AND s.expires_at > now()",
+                          "WHERE s.token_hash = decode($1, 'hex') AND s.expires_at > now() "
+                          "AND u.disabled_at IS NULL",
                           hash, APP_AUTH_COOKIE, u);
     if (st == TK_OK)
         cache_put(u);
@@ -184,6 +192,16 @@ void app_respond_unauthorized(tk_req *r, const char *message)
 const app_user *app_req_user(const tk_req *r)
 {
     return tk_req_user(r);
+}
+
+int auth_require_admin(tk_req *r)
+{
+    const app_user *u = app_req_user(r);
+    if (u && u->admin)
+        return 1;
+    tk_warn("auth", "msg=\"admin route refused\" user=%s path=%s", u ? u->id : "-", tk_req_path(r));
+    tk_respond_error(r, 403, "FORBIDDEN", "this needs an administrator");
+    return 0;
 }
 
 static int safe_method(const char *m)

@@ -46,7 +46,12 @@ typedef struct {
     char csrf[APP_SECRET_HEX + 1];    /* cookie sessions: the CSRF token; else "" */
     char cred_hash[APP_HASH_HEX + 1]; /* hash of the token or session cookie */
     int64_t expires_ms;               /* when the credential expires; 0: never */
+    int admin;                        /* users.role is 'admin' (read with the credential) */
 } app_user;
+
+/* 1 when the caller is an admin. Else responds 403 FORBIDDEN and returns 0.
+ * Every /api/admin/... route passes it first (admin.c's gate). */
+int auth_require_admin(tk_req *r);
 
 /* The caller, or NULL on a TK_ROUTE_PUBLIC route. Lives as long as the request. */
 const app_user *app_req_user(const tk_req *r);

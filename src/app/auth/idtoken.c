@@ -149,8 +149,40 @@ tk_status app_idtoken_verify(const char *token, const app_jwks *keys,
     const char *name = claim_str(p, "name");
     if (name && strlen(name) < sizeof out->name)
         snprintf(out->name, sizeof out->name, "%s", name);
+    out->admin = auth_idtoken_admin_claim(p, want->admin_claim);
     st = TK_OK;
 out:
     app_jwt_free(&j);
     return st;
+}
+
+int auth_idtoken_admin_claim(const json_t *p, const char *spec)
+{
+    if (!spec || !*spec || !json_is_object(p))
+        return 0;
+    const char *eq = strchr(spec, '=');
+    size_t nlen = eq ? (size_t)(eq - spec) : strlen(spec);
+    char name[128];
+    if (nlen == 0 || nlen >= sizeof name)
+        return 0;
+    memcpy(name, spec, nlen);
+    name[nlen] = '\0';
+    json_t *v = json_object_get(p, name);
+    if (!eq)
+        return json_is_true(v);
+    const char *want = eq + 1;
+    if (json_is_string(v))
+        return strlen(json_string_value(v)) == json_string_length(v) &&
+               strcmp(json_string_value(v), want) == 0;
+    if (json_is_array(v)) {
+        size_t i;
+        json_t *e;
+        json_array_foreach(v, i, e)
+        {
+            if (json_is_string(e) && strlen(json_string_value(e)) == json_string_length(e) &&
+                strcmp(json_string_value(e), want) == 0)
+                return 1;
+        }
+    }
+    return 0;
 }

@@ -18,6 +18,9 @@ typedef struct {
     const char *client_id; /* must be in "aud" (and be "azp" when that is present) */
     const char *nonce;     /* must equal "nonce" (constant-time) */
     int64_t now_s;         /* seconds since the epoch */
+    /* OIDC_ADMIN_CLAIM: "name=value" (the claim is that string, or an array
+     * holding it) or "name" (the claim is true); NULL: no claim makes admins */
+    const char *admin_claim;
 } app_idtoken_expect;
 
 typedef struct {
@@ -25,7 +28,11 @@ typedef struct {
     char email[255]; /* "" when absent */
     int email_verified;
     char name[256]; /* "" when absent */
+    int admin;      /* the admin claim (app_idtoken_expect.admin_claim) holds */
 } app_idtoken_claims;
+
+/* Whether payload p satisfies the admin claim spec (see admin_claim above). */
+int auth_idtoken_admin_claim(const json_t *p, const char *spec);
 
 /*
  * TK_OK with the claims; TK_ENOENT when no key in keys fits the token (kid

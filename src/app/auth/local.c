@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "app/app.h"
+#include "app/audit.h"
 #include "app/auth/auth.h"
 #include "app/auth/cookie.h"
 #include "app/auth/csrf.h"
@@ -55,6 +56,8 @@ tk_status app_signin_start_session(tk_req *r, PGconn *pgconn, const char *user_i
     *expires_ms = tk_now_ms() + ttl;
     tk_info("auth", "msg=\"signed in\" user=%s method=%s ip=%s", user_id, method,
             tk_req_client_ip(r));
+    app_audit(pgconn, user_id, tk_req_client_ip(r), "auth.login", user_id, NULL,
+              tk_json_obj("method", json_string(method), NULL));
     return TK_OK;
 }
 
@@ -133,7 +136,22 @@ static void h_login(tk_req *r, void *ud)
     }
     if (st != TK_OK) {
         tk_warn("auth", "msg=\"sign-in failed\" email=\"%s\" ip=%s", email, tk_req_client_ip(r));
+        app_audit(
+            c, NULL, tk_req_client_ip(r), "auth.login_failed", uid[0] ? uid : NULL, NULL,
+            tk_json_obj("email", json_string(email), "method", json_string("password"), NULL));
         tk_respond_error(r, 401, "INVALID_CREDENTIALS", "wrong email or password");
+        goto out;
+    }
+    st = app_users_disabled(c, uid);
+    if (st != TK_OK) {
+        if (st == TK_EDENIED) {
+            app_audit(
+                c, NULL, tk_req_client_ip(r), "auth.login_failed", uid, NULL,
+                tk_json_obj("email", json_string(email), "reason", json_string("disabled"), NULL));
+            tk_respond_error(r, 403, "ACCOUNT_DISABLED", "this account is disabled");
+        } else {
+            app_respond_db_unavailable(r);
+        }
         goto out;
     }
     /* a success is not a failure: clear the account's count, give back the address's */

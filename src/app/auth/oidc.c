@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "app/app.h"
+#include "app/audit.h"
 #include "app/auth/auth.h"
 #include "app/auth/cookie.h"
 #include "app/auth/idtoken.h"
@@ -230,6 +231,7 @@ static tk_status verify_id_token(const char *tok, const char *nonce, app_idtoken
     app_idtoken_expect want = {.issuer = s->oidc_issuer,
                                .client_id = s->oidc_client_id,
                                .nonce = nonce,
+                               .admin_claim = s->oidc_admin_claim,
                                .now_s = tk_now_ms() / 1000};
     if (load_keys(0, err, errlen) != TK_OK)
         return TK_ERROR;
@@ -562,8 +564,9 @@ static tk_status find_or_create(PGconn *c, const app_idtoken_claims *cl, char ui
         }
         if (tk_pg_exec(c, "BEGIN", 0, NULL) != TK_OK)
             return TK_ERROR;
-        if (st != TK_OK && app_user_create(c, email[0] ? email : NULL, NULL,
-                                           cl->name[0] ? cl->name : NULL, uid) != TK_OK) {
+        if (st != TK_OK &&
+            app_user_create(c, email[0] ? email : NULL, NULL, cl->name[0] ? cl->name : NULL,
+                            cl->admin, NULL, uid) != TK_OK) {
             tk_pg_exec(c, "ROLLBACK", 0, NULL);
             continue; /* e.g. the email was taken meanwhile: look again */
         }
@@ -680,6 +683,24 @@ static void h_callback(tk_req *r, void *ud)
                       "an account with the email %s already exists; sign in with its password, "
                       "or ask the administrator to link accounts (OIDC_LINK_BY_EMAIL)",
                       cl.email);
+        goto out;
+    }
+    if (st != TK_OK) {
+        app_respond_db_unavailable(r);
+        goto out;
+    }
+    /* the admin claim makes an admin at each sign-in; its absence demotes no
+     * one (an admin may have made the account one) */
+    if (cl.admin && app_users_set_admin(c, uid, 1) != TK_OK) {
+        app_respond_db_unavailable(r);
+        goto out;
+    }
+    st = app_users_disabled(c, uid);
+    if (st == TK_EDENIED) {
+        app_audit(
+            c, NULL, tk_req_client_ip(r), "auth.login_failed", uid, NULL,
+            tk_json_obj("method", json_string("oidc"), "reason", json_string("disabled"), NULL));
+        callback_fail(r, 403, "ACCOUNT_DISABLED", "this account is disabled");
         goto out;
     }
     if (st != TK_OK) {

@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "app/audit.h"
 #include "app/auth/auth.h"
+#include "lib/json.h"
 #include "lib/id.h"
 #include "lib/pg.h"
 
@@ -21,8 +23,14 @@ tk_status app_token_create(PGconn *c, const char *user_id, const char *name,
                               "INSERT INTO api_tokens (id, user_id, token_hash, name) "
                               "VALUES ($1, $2, decode($3, 'hex'), $4)",
                               4, p);
-    if (st != TK_OK)
+    if (st != TK_OK) {
         out[0] = '\0';
+        return st;
+    }
+    char target[TK_UUID_LEN + 8];
+    snprintf(target, sizeof target, "token:%s", id);
+    app_audit(c, NULL, NULL, "token.create", user_id, target,
+              tk_json_obj("name", json_string(name ? name : ""), NULL));
     return st;
 }
 
