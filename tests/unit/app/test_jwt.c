@@ -123,6 +123,31 @@ static app_jwks *jwks_of(const char *keys_json)
     return s;
 }
 
+/* OIDC_ADMIN_CLAIM: claim=value against a string or an array; a bare claim
+ * against true; anything else is no admin */
+TEST(idtoken_admin_claim)
+{
+    json_t *p = json_loads("{\"groups\":[\"staff\",\"tusko-admins\"],\"role\":\"ops\","
+                           "\"is_admin\":true,\"no\":false,\"n\":1,\"nul\":\"a\\u0000b\"}",
+                           JSON_ALLOW_NUL, NULL);
+    CHECK(p != NULL);
+    CHECK(auth_idtoken_admin_claim(p, "groups=tusko-admins"));
+    CHECK(!auth_idtoken_admin_claim(p, "groups=tusko"));
+    CHECK(auth_idtoken_admin_claim(p, "role=ops"));
+    CHECK(!auth_idtoken_admin_claim(p, "role=op"));
+    CHECK(auth_idtoken_admin_claim(p, "is_admin"));
+    CHECK(!auth_idtoken_admin_claim(p, "no"));
+    CHECK(!auth_idtoken_admin_claim(p, "n"));
+    CHECK(!auth_idtoken_admin_claim(p, "n=1"));
+    CHECK(!auth_idtoken_admin_claim(p, "nul=a"));
+    CHECK(!auth_idtoken_admin_claim(p, "groups"));
+    CHECK(!auth_idtoken_admin_claim(p, "missing=x"));
+    CHECK(!auth_idtoken_admin_claim(p, "=x"));
+    CHECK(!auth_idtoken_admin_claim(p, ""));
+    CHECK(!auth_idtoken_admin_claim(p, NULL));
+    json_decref(p);
+}
+
 TEST(b64url_strict)
 {
     unsigned char *o;
