@@ -1,3 +1,4 @@
+-- locks: users
 -- Roles (docs/ADMIN.md): every account is an 'admin' or a 'user'. An admin
 -- reaches /api/admin/...; the server checks the role on every such request.
 -- disabled_at: a disabled account cannot sign in, and its sessions and API

@@ -1,3 +1,4 @@
+-- locks: audit_log
 -- The audit log (docs/ADMIN.md, "Audit log") grows from 0040's record of
 -- deleted accounts into the record of who did what, when and from where:
 -- sign-ins and their failures, admin actions, token creations, sandbox spawns
