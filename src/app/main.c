@@ -33,6 +33,7 @@
 #include "lib/prog.h"
 
 static tk_prog prog = {
+    .metrics = 1,
     .name = "tusko",
     .summary = "the Tusko chat platform",
     .usage = "[command] [options]",
@@ -129,8 +130,17 @@ static int serve(void)
         return 1;
     }
     tk_info("main", "msg=\"listening\" url=%s", tk_httpd_url(h));
+    tk_httpd *mh = tk_prog_metrics_start(&prog, err, sizeof err);
+    if (!mh && err[0]) {
+        fprintf(stderr, "tusko: METRICS_LISTEN: %s\n", err);
+        tk_httpd_stop(h);
+        app_agent_stop();
+        return 1;
+    }
     int sig = tk_prog_wait();
     tk_info("main", "msg=\"stopping\" signal=%d", sig);
+    if (mh)
+        tk_httpd_stop(mh);
     tk_httpd_stop(h);
     app_agent_stop();
     return 0;

@@ -20,6 +20,7 @@
 #include "app/me.h"
 #include "app/sandbox/sandbox.h"
 #include "app/notify/notify.h"
+#include "app/observe.h"
 #include "app/schedules/schedules_api.h"
 #include "app/snapshots/snapshots_api.h"
 #include "app/sessions.h"
@@ -66,14 +67,14 @@ tk_httpd *app_server_start(const tk_prog *prog, char *err, size_t errlen)
     /* before the copy: it sets the upload route's body cap from the settings */
     if (utopia_start(err, errlen) != TK_OK)
         return NULL;
-    size_t n = 1;
+    app_observe_init();
+    size_t n = 3;
     for (size_t i = 0; i < TK_ARRAY_LEN(sets); i++)
         n += *sets[i].n;
     free(table);
     table = tk_calloc(n, sizeof *table);
-    size_t k = 0;
-    table[k++] = (tk_route){"GET", "/healthz", tk_prog_healthz, (void *)prog,
-                            TK_ROUTE_PUBLIC | TK_ROUTE_QUIET};
+    /* /healthz, /readyz, /metrics (lib/prog.h) */
+    size_t k = tk_prog_routes(prog, table, 3);
     for (size_t i = 0; i < TK_ARRAY_LEN(sets); i++)
         for (size_t j = 0; j < *sets[i].n; j++)
             table[k++] = sets[i].routes[j];

@@ -57,6 +57,7 @@ static tk_setting settings[] = {
 };
 
 static tk_prog prog = {
+    .metrics = 1,
     .name = "tusko-browserd",
     .summary = "the browser service (Steel API) driving Chromium",
 };
@@ -158,8 +159,7 @@ int main(int argc, char **argv)
     const tk_route *ar = brd_api_routes(&api, &napi);
     tk_route routes[16];
     size_t n = 0;
-    routes[n++] = (tk_route){"GET", "/healthz", tk_prog_healthz, (void *)&prog,
-                             TK_ROUTE_PUBLIC | TK_ROUTE_QUIET};
+    n += tk_prog_routes(&prog, routes, 3); /* /healthz, /readyz, /metrics */
     for (size_t i = 0; i < napi && n < TK_ARRAY_LEN(routes); i++)
         routes[n++] = ar[i];
     tk_httpd_config hc = {.listen = opt_listen, .name = "http", .auth = brd_api_auth, .ud = &api};
@@ -172,8 +172,13 @@ int main(int argc, char **argv)
         return 1;
     }
     tk_info("main", "msg=\"listening\" url=%s", tk_httpd_url(h));
+    tk_httpd *mh = tk_prog_metrics_start(&prog, err, sizeof err);
+    if (!mh && err[0])
+        tk_error("main", "msg=\"METRICS_LISTEN failed\" error=\"%s\"", err);
     int sig = tk_prog_wait();
     tk_info("main", "msg=\"stopping\" signal=%d", sig);
+    if (mh)
+        tk_httpd_stop(mh);
     tk_httpd_stop(h);
     brd_session_mgr_stop(mgr);
     tk_egress_stop(egress);

@@ -15,6 +15,9 @@ typedef struct {
     const char *commands; /* extra --help text listing subcommands; may be NULL */
     tk_setting *settings;
     size_t nsettings;
+    /* 1: the program serves /readyz and /metrics (tk_prog_routes) and reads
+     * METRICS_TOKEN and METRICS_LISTEN */
+    int metrics;
 } tk_prog;
 
 /*
@@ -43,5 +46,27 @@ int tk_prog_wait(void);
 
 /* GET /healthz: {"status":"ok","program":...,"version":...}. ud is the tk_prog. */
 void tk_prog_healthz(tk_req *req, void *ud);
+
+/*
+ * Health for orchestrators and metrics (docs/OBSERVABILITY.md):
+ *   GET /healthz  alive (above)
+ *   GET /readyz   200 {"status":"ready"} when the program's readiness check
+ *                 (tk_prog_set_ready) says so, else 503 {"status":"not ready",
+ *                 "reason":...}; without a check, ready once serving
+ *   GET /metrics  lib/metrics.h's registry in the Prometheus text format.
+ *                 On the main listener only when METRICS_TOKEN is set (then
+ *                 "Authorization: Bearer <METRICS_TOKEN>" is required) and
+ *                 METRICS_LISTEN is not (then it is served there only, with
+ *                 the token checked too when set); else 404 METRICS_OFF.
+ * tk_prog_routes writes these three routes (public: no auth hook) into
+ * routes[0..max) and returns how many it wrote.
+ */
+size_t tk_prog_routes(const tk_prog *p, tk_route *routes, size_t max);
+/* fn: 1 ready; 0 not, with why filled. Called on an HTTP thread for each
+ * /readyz: keep it quick (a cached state, a short database round trip). */
+void tk_prog_set_ready(int (*fn)(char *why, size_t whylen, void *ud), void *ud);
+/* Starts the METRICS_LISTEN server (/metrics, /healthz, /readyz) when it is
+ * set: NULL when it is not (err ""), or on failure (err says why). */
+tk_httpd *tk_prog_metrics_start(const tk_prog *p, char *err, size_t errlen);
 
 #endif

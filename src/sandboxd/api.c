@@ -528,10 +528,9 @@ size_t sbx_api_routes(sbx_api *api, const void *prog, tk_route *routes, size_t m
     };
     static char paths[2 * TK_ARRAY_LEN(base)][128];
     size_t n = 0;
-    if (max < 1 + 2 * TK_ARRAY_LEN(base))
+    if (max < 3 + 2 * TK_ARRAY_LEN(base))
         return 0;
-    routes[n++] = (tk_route){"GET", "/healthz", tk_prog_healthz, (void *)prog,
-                             TK_ROUTE_PUBLIC | TK_ROUTE_QUIET};
+    n += tk_prog_routes(prog, routes, 3); /* /healthz, /readyz, /metrics */
     for (int prefix = 0; prefix < 2; prefix++) {
         for (size_t i = 0; i < TK_ARRAY_LEN(base); i++) {
             char *p = paths[prefix * TK_ARRAY_LEN(base) + i];

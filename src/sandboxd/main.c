@@ -159,7 +159,18 @@ static tk_setting settings[] = {
 
 /* The program's settings, the egress proxy's, then each runtime's (runtime.h),
  * in one table. */
+/* /readyz: a runtime is up (svc->rt) */
+static int runtime_ready(char *why, size_t whylen, void *ud)
+{
+    const sbx_service *svc = ud;
+    if (svc->rt)
+        return 1;
+    snprintf(why, whylen, "no sandbox runtime is ready");
+    return 0;
+}
+
 static tk_prog prog = {
+    .metrics = 1,
     .name = "tusko-sandboxd",
     .summary = "the OpenSandbox lifecycle service (native Linux-namespace, docker or kubernetes "
                "runtime)",
@@ -300,6 +311,7 @@ int main(int argc, char **argv)
     if (svc->rt)
         sbx_pool_start(svc);
     sbx_api api = {.svc = svc, .api_key = opt_key, .insecure_no_auth = opt_insecure && !opt_key};
+    tk_prog_set_ready(runtime_ready, svc);
     tk_route routes[64];
     size_t nroutes = sbx_api_routes(&api, &prog, routes, TK_ARRAY_LEN(routes));
     tk_httpd_config hc = {
@@ -318,8 +330,13 @@ int main(int argc, char **argv)
     api.public_host = host;
     tk_info("main", "msg=\"listening\" url=%s runtime=%s pool=%lld idle_ttl_ms=%lld state_dir=%s",
             url, runtime, (long long)pool, (long long)opt_idle, state);
+    tk_httpd *mh = tk_prog_metrics_start(&prog, err, sizeof err);
+    if (!mh && err[0])
+        tk_error("main", "msg=\"METRICS_LISTEN failed\" error=\"%s\"", err);
     int sig = tk_prog_wait();
     tk_info("main", "msg=\"stopping\" signal=%d", sig);
+    if (mh)
+        tk_httpd_stop(mh);
     sbx_proxy_shutdown(3000);
     tk_httpd_stop(h);
     g_svc = NULL; /* the proxy refuses from here on */

@@ -17,6 +17,7 @@
 
 #include "app/agent/history.h"
 #include "app/llm/llm.h"
+#include "app/observe.h"
 #include "app/settings.h"
 #include "lib/json.h"
 #include "lib/log.h"
@@ -344,6 +345,14 @@ static void on_model_done(void *ud, llm_result *res)
         r->in_tokens += res->input_tokens;
     if (res->output_tokens > 0)
         r->out_tokens += res->output_tokens;
+    const char *mid = r->cfg.model->id;
+    tk_metrics_add(app_observe_llm_calls, 1, mid, res->st == TK_OK ? "ok" : "error");
+    if (res->input_tokens > 0)
+        tk_metrics_add(app_observe_tokens, (double)res->input_tokens, mid, "input");
+    if (res->output_tokens > 0)
+        tk_metrics_add(app_observe_tokens, (double)res->output_tokens, mid, "output");
+    if (res->ttft_ms >= 0)
+        tk_metrics_observe(app_observe_first_token, (double)res->ttft_ms / 1000.0, mid);
     agent_span_attrs(
         r->llm_span,
         tk_json_obj("input_tokens",

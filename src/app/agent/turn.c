@@ -15,6 +15,7 @@
 #include "app/agent/run.h"
 #include "app/agent/turn.h"
 #include "app/app.h"
+#include "app/observe.h"
 #include "app/auth/auth.h"
 #include "app/models.h"
 #include "app/ratelimit.h"
@@ -177,6 +178,8 @@ static void turn_end(turn *t, const char *state, const char *code, const char *m
     snprintf(t->err_code, sizeof t->err_code, "%s", code ? code : "");
     snprintf(t->err, sizeof t->err, "%s", msg ? msg : "");
     int64_t ms = tk_mono_ms() - t->t0_mono;
+    tk_metrics_add(app_observe_turns_finished, 1, state);
+    tk_metrics_observe(app_observe_turn_seconds, (double)ms / 1000.0, state);
     agent_span_attrs(t->root,
                      tk_json_obj("state", json_string(state), "steps", json_integer(t->steps),
                                  "tool_calls", json_integer(t->tool_calls), "input_tokens",
@@ -371,6 +374,7 @@ static void start_on_loop(void *ud)
 {
     turn *t = ud;
     t->t0_mono = tk_mono_ms();
+    tk_metrics_add(app_observe_turns_started, 1);
     t->next = active;
     active = t;
     nactive++;
@@ -510,6 +514,7 @@ tk_status agent_turn_submit(const char *user_id, const char *session_id, const c
     if (tk_pg_ok(res) && PQntuples(res) == 1) {
         const char *outcome = PQgetvalue(res, 0, 0);
         if (strcmp(outcome, "rate_limited") == 0) {
+            tk_metrics_add(app_observe_refusals, 1, "rate_limit");
             int64_t ms = 1000;
             tk_parse_i64(PQgetvalue(res, 0, 3), 0, INT64_MAX, &ms);
             out->retry_after_s = (int)((ms + 999) / 1000);
@@ -517,6 +522,7 @@ tk_status agent_turn_submit(const char *user_id, const char *session_id, const c
                 out->retry_after_s = 1;
             st = TK_EDENIED;
         } else if (strcmp(outcome, "too_many_turns") == 0) {
+            tk_metrics_add(app_observe_refusals, 1, "too_many_turns");
             out->active_max = (int)app_get()->cfg->user_max_active_turns;
             snprintf(out->busy_turn, sizeof out->busy_turn, "%s", PQgetvalue(res, 0, 2));
             st = TK_EDENIED;
