@@ -60,11 +60,11 @@ json_t *app_me_browser_json(void)
 static void h_me(tk_req *r, void *ud)
 {
     const app_user *u = app_req_user(r);
-    json_t *j = tk_json_obj(
-        "id", json_string(u->id), "email", u->email[0] ? json_string(u->email) : json_null(),
-        "auth", json_string(u->via == APP_AUTH_COOKIE ? "session" : "token"), "role",
-        json_string(u->admin ? "admin" : "user"), "execution", app_me_execution_json(),
-        "browser", app_me_browser_json(), NULL);
+    json_t *j = tk_json_obj("id", json_string(u->id), "email",
+                            u->email[0] ? json_string(u->email) : json_null(), "auth",
+                            json_string(u->via == APP_AUTH_COOKIE ? "session" : "token"), "role",
+                            json_string(u->admin ? "admin" : "user"), "execution",
+                            app_me_execution_json(), "browser", app_me_browser_json(), NULL);
     if (u->via == APP_AUTH_COOKIE)
         json_object_set_new(j, "csrf_token", json_string(u->csrf));
     const app_model *d = app_models_default();
