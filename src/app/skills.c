@@ -228,9 +228,10 @@ static tk_status load_own(PGconn *c, const char *user_id, skills_set *s)
         "SELECT s.id, s.name, s.version, v.digest, v.skill_md, coalesce((SELECT "
         "jsonb_agg(jsonb_build_array(f.path, length(f.data)) ORDER BY f.path COLLATE \"C\") FROM "
         "skill_files f WHERE f.skill_id = s.id AND f.version = s.version), '[]'), "
-        "coalesce(st.enabled, true) FROM skills s JOIN skill_versions v ON v.skill_id = s.id AND "
-        "v.version = s.version LEFT JOIN skill_settings st ON st.user_id = s.user_id AND st.name "
-        "= s.name WHERE s.user_id = $1 ORDER BY s.name",
+        "coalesce(st.enabled, true), s.shared, s.user_id = $1 FROM skills s JOIN skill_versions "
+        "v ON v.skill_id = s.id AND v.version = s.version LEFT JOIN skill_settings st ON "
+        "st.user_id = $1 AND st.name = s.name WHERE s.user_id = $1 OR (s.shared AND NOT EXISTS "
+        "(SELECT 1 FROM skills o WHERE o.user_id = $1 AND o.name = s.name)) ORDER BY s.name",
         1, p);
     if (!tk_pg_ok(r)) {
         PQclear(r);
@@ -252,6 +253,8 @@ static tk_status load_own(PGconn *c, const char *user_id, skills_set *s)
         sk->version = atoi(PQgetvalue(r, i, 2));
         snprintf(sk->digest, sizeof sk->digest, "%s", PQgetvalue(r, i, 3));
         sk->enabled = PQgetvalue(r, i, 6)[0] == 't';
+        sk->shared = PQgetvalue(r, i, 7)[0] == 't';
+        sk->mine = PQgetvalue(r, i, 8)[0] == 't';
         json_t *files = json_loads(PQgetvalue(r, i, 5), 0, NULL);
         sk->files = tk_calloc(json_array_size(files) + 1, sizeof *sk->files);
         size_t k;
@@ -526,7 +529,8 @@ json_t *skills_json(const skills_skill *sk, int enabled, int full)
 {
     json_t *o = tk_json_obj(
         "name", json_string(sk->name), "description", json_string(sk->description), "builtin",
-        json_boolean(sk->builtin), "enabled", json_boolean(enabled), "version",
+        json_boolean(sk->builtin), "shared", json_boolean(sk->shared), "mine",
+        json_boolean(sk->mine), "enabled", json_boolean(enabled), "version",
         json_integer(sk->version), "digest", json_string(sk->digest), "license",
         sk->license ? json_string(sk->license) : json_null(), "compatibility",
         sk->compatibility ? json_string(sk->compatibility) : json_null(), "allowed_tools",

@@ -48,6 +48,8 @@ typedef struct {
     int version;
     int builtin;
     int enabled;
+    int shared;    /* an admin's skill for everyone */
+    int mine;      /* the caller's own (a built-in is nobody's) */
     int owns_data; /* a user's skill whose files' data was loaded (skills_load_files) */
 } skills_skill;
 
@@ -69,13 +71,15 @@ typedef struct {
     const skills_skill **v;
     unsigned char *on; /* whether v[i] is enabled for this user */
     size_t n;
-    skills_skill *own; /* the user's own, loaded from the store */
+    skills_skill *own; /* from the store: the user's own, and the skills admins
+                          share with everyone (but those of a name the user has) */
     size_t nown;
 } skills_set;
 
 /* The skills user_id may use (blocking: c is a database connection, NULL for
  * the built-ins alone, all enabled), enabled ones only unless all; sorted by
- * name. A user's own skills come with their file list, not the files' data
+ * name. Stored skills (the user's own and the shared ones) come with their
+ * file list, not the files' data
  * (skills_load_files). NULL when the store failed. */
 skills_set *skills_for_user(PGconn *c, const char *user_id, int all);
 /* Loads the data of the files of sk (one of s's, a user's skill; a built-in

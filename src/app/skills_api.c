@@ -21,6 +21,11 @@
 /* Versions of one skill kept, at most: the oldest not in use goes. */
 #define SKILL_VERSIONS_MAX 20
 
+/* A shared skill is changed by the admin who installed it only. */
+#define SHARED_NOT_YOURS                                                                           \
+    "%s was installed for everyone by an admin, who alone changes or deletes it; disable it for "  \
+    "yourself instead (PATCH {\"enabled\": false})"
+
 static PGconn *db(tk_req *r)
 {
     PGconn *c = app_db_acquire();
@@ -124,8 +129,8 @@ static void h_get(tk_req *r, void *ud)
 /* Stores b as a new version of the caller's skill of its name (blocking, in
  * one transaction). *version gets the version in use after it; *created 1
  * when it is a new version, 0 when the digest equals the one in use. */
-static tk_status store(PGconn *c, const char *user_id, const skill_bundle *b, int *version,
-                       int *created, char *err, size_t errsz)
+static tk_status store(PGconn *c, const char *user_id, const skill_bundle *b, int shared,
+                       int *version, int *created, char *err, size_t errsz)
 {
     *created = 0;
     if (tk_pg_exec(c, "BEGIN", 0, NULL) != TK_OK) {
@@ -136,6 +141,27 @@ static tk_status store(PGconn *c, const char *user_id, const skill_bundle *b, in
     char id[TK_UUID_LEN];
     tk_uuid7(id);
     const char *p1[] = {id, user_id, b->name};
+    /* a name another user shares with everyone is theirs (one skill a name
+     * for each user); checked again by the unique index when sharing */
+    PGresult *taken = tk_pg_query(c,
+                                  "SELECT 1 FROM skills WHERE shared AND name = $2 AND user_id <> "
+                                  "$1",
+                                  2, p1 + 1);
+    int is_taken = tk_pg_ok(taken) && PQntuples(taken) > 0;
+    if (!tk_pg_ok(taken)) {
+        PQclear(taken);
+        snprintf(err, errsz, "the database did not answer");
+        goto done;
+    }
+    PQclear(taken);
+    if (is_taken) {
+        snprintf(err, errsz,
+                 "\"%s\" is the name of a skill an admin installed for everyone; choose another "
+                 "name",
+                 b->name);
+        st = TK_EINVAL;
+        goto done;
+    }
     /* the row of the name (locked), made if new */
     if (tk_pg_exec(c,
                    "INSERT INTO skills (id, user_id, name, version) VALUES ($1, $2, $3, 1) ON "
@@ -235,6 +261,15 @@ static tk_status store(PGconn *c, const char *user_id, const skill_bundle *b, in
     *created = 1;
     st = TK_OK;
 done:
+    if (st == TK_OK && shared) { /* an admin's upload for everyone shares the skill */
+        const char *ps[] = {id};
+        PGresult *sr = tk_pg_query(c, "UPDATE skills SET shared = true WHERE id = $1", 1, ps);
+        if (!tk_pg_ok(sr)) {
+            snprintf(err, errsz, "the database did not answer");
+            st = TK_ERROR;
+        }
+        PQclear(sr);
+    }
     if (tk_pg_exec(c, st == TK_OK ? "COMMIT" : "ROLLBACK", 0, NULL) != TK_OK && st == TK_OK) {
         snprintf(err, errsz, "the database did not answer");
         st = TK_ERROR;
@@ -250,6 +285,17 @@ static void h_post(tk_req *r, void *ud)
     if (!body || len == 0) {
         tk_respond_error(r, 400, "SKILL_INVALID",
                          "send a SKILL.md, or a .zip or .skill file, as the request body");
+        return;
+    }
+    /* ?for=everyone: an admin installs the skill for every user */
+    const char *for_ = tk_req_query(r, "for");
+    int shared = for_ && strcmp(for_, "everyone") == 0;
+    if (for_ && !shared && strcmp(for_, "me") != 0) {
+        tk_respond_error(r, 400, "INVALID_REQUEST", "for: \"me\" (the default) or \"everyone\"");
+        return;
+    }
+    if (shared && !app_req_user(r)->admin) {
+        tk_respond_error(r, 403, "FORBIDDEN", "only an admin installs a skill for everyone");
         return;
     }
     skill_bundle b;
@@ -271,9 +317,11 @@ static void h_post(tk_req *r, void *ud)
         return;
     }
     int version = 0, created = 0;
-    tk_status st = store(c, app_req_user(r)->id, &b, &version, &created, err, sizeof err);
+    tk_status st = store(c, app_req_user(r)->id, &b, shared, &version, &created, err, sizeof err);
     if (st == TK_EDENIED) {
         tk_respond_error(r, 409, "SKILL_LIMIT", "%s", err);
+    } else if (st == TK_EINVAL) {
+        tk_respond_error(r, 409, "SKILL_NAME_SHARED", "%s", err);
     } else if (st != TK_OK) {
         tk_error("skills", "msg=\"a skill was not stored\" name=%s", b.name);
         app_respond_db_unavailable(r);
@@ -284,8 +332,9 @@ static void h_post(tk_req *r, void *ud)
                        : tk_json_obj("name", json_string(b.name), NULL);
         json_object_set_new(j, "warnings", json_incref(b.warnings));
         json_object_set_new(j, "created", json_boolean(created));
-        tk_info("skills", "msg=\"skill stored\" name=%s version=%d digest=%s created=%d", b.name,
-                version, b.digest, created);
+        tk_info("skills",
+                "msg=\"skill stored\" name=%s version=%d digest=%s created=%d for_everyone=%d",
+                b.name, version, b.digest, created, shared);
         tk_respond_json(r, created ? 201 : 200, j);
         skills_set_free(s);
     }
@@ -314,6 +363,10 @@ static void h_patch(tk_req *r, void *ud)
     if (ver) {
         if (sk->builtin) {
             tk_respond_error(r, 409, "SKILL_BUILTIN", "a built-in skill has one version");
+            goto out;
+        }
+        if (!sk->mine) {
+            tk_respond_error(r, 403, "SKILL_SHARED", SHARED_NOT_YOURS, sk->name);
             goto out;
         }
         char v[24];
@@ -375,6 +428,8 @@ static void h_delete(tk_req *r, void *ud)
         tk_respond_error(r, 409, "SKILL_BUILTIN",
                          "built-in skills cannot be deleted; disable it instead (PATCH "
                          "{\"enabled\": false})");
+    } else if (!sk->mine) {
+        tk_respond_error(r, 403, "SKILL_SHARED", SHARED_NOT_YOURS, sk->name);
     } else {
         const char *p[] = {sk->id, app_req_user(r)->id}, *q[] = {app_req_user(r)->id, sk->name};
         if (tk_pg_exec(c, "DELETE FROM skills WHERE id = $1 AND user_id = $2", 2, p) != TK_OK ||

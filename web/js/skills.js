@@ -2,6 +2,7 @@
 // built-ins and their own, GET /api/skills), each turned on or off for them
 // (PATCH), exported as a .skill file, or (their own) deleted; and an upload of
 // a SKILL.md, .zip or .skill file (POST /api/skills, the file as the body).
+// A skill an admin installed for everyone says so, and only its admin deletes it.
 // A change tells the composer to load its "/" menu again (skills-changed).
 import { api } from './api.js';
 import { h } from './html.js';
@@ -39,13 +40,13 @@ export class SkillsSection {
         return h(
           'li.skill',
           { dataset: { skill: s.name } },
-          h('div.skill-head', {}, h('label.skill-toggle', {}, on, h('strong', { text: `/${s.name}` })), s.builtin ? h('span.badge', { text: 'built-in' }) : h('span.badge', { text: `v${s.version}` })),
+          h('div.skill-head', {}, h('label.skill-toggle', {}, on, h('strong', { text: `/${s.name}` })), s.builtin ? h('span.badge', { text: 'built-in' }) : h('span.badge', { text: `v${s.version}` }), s.shared ? h('span.badge', { text: 'for everyone' }) : null),
           h('p.skill-desc', { text: s.description }),
           h(
             'div.skill-actions',
             {},
             h('a.btn', { href: `/api/skills/${encodeURIComponent(s.name)}/export`, download: `${s.name}.skill`, text: 'Export' }),
-            s.builtin ? null : h('button.btn.danger', { type: 'button', text: 'Delete', onclick: () => this.remove(s) }),
+            s.builtin || s.mine === false ? null : h('button.btn.danger', { type: 'button', text: 'Delete', onclick: () => this.remove(s) }),
           ),
         );
       }),

@@ -4,8 +4,8 @@
 // reference describes, run_skill_script of its scripts, then a download of
 // the artefact, checked from outside the sandbox (Info-ZIP reads the office
 // files; their parts are counted and looked into):
-//   presentation   deck.json -> deck.pptx with six slides and six notes, and
-//                  preview_deck.py's check of it passing
+//   presentation   deck.json -> deck.pptx with six slides and six notes,
+//                  preview_deck.py's check of it passing, previewed as six pictures
 //   financial-model model.json -> model.xlsx with live formulas, check_model.py passing
 //   word-report    report.md -> report.docx with numbered headings and a table
 //   security-audit scan.py finds the planted eval() and key in a small project
@@ -83,6 +83,8 @@ const SCENARIOS = {
       { tool_calls: [call('activate_skill', { name: 'presentation' }), write('deck.json', JSON.stringify(DECK, null, 2))] },
       { tool_calls: [run('presentation', 'scripts/build_deck.js', ['deck.json', 'deck.pptx'])] },
       { tool_calls: [run('presentation', 'scripts/preview_deck.py', ['deck.json', 'preview'])] },
+      // the skill's last step: every slide looked at as a picture (the preview tool)
+      { tool_calls: [call('preview', { path: 'deck.pptx' })] },
       { text: 'The deck is ready.' },
     ],
   },
@@ -193,6 +195,12 @@ describe('the built-in skills in a real sandbox', () => {
     const notes = names.filter((n) => /^ppt\/notesSlides\/notesSlide\d+\.xml$/.test(n)).map((n) => member(f, n)).join('\n');
     for (const s of DECK.slides) assert.ok(notes.includes(s.notes), `the notes "${s.notes}"`);
     assert.ok(names.some((n) => /^ppt\/charts\/chart\d+\.xml$/.test(n)), 'a native chart');
+    // previewed as six pictures, each slide with its notes
+    const pv = ends.find((e) => e.name === 'preview');
+    assert.equal(pv.ok, true, pv.result);
+    assert.equal(pv.data.page_count, 6);
+    assert.deepEqual(pv.data.pages.map((p) => p.mime), Array(6).fill('image/png'));
+    DECK.slides.forEach((sl, i) => assert.ok(pv.data.pages[i].notes.includes(sl.notes), `slide ${i + 1}'s notes`));
   });
 
   test('financial-model: a workbook of live formulas over an Inputs sheet, and its check passes', async () => {

@@ -6,7 +6,9 @@
 // another user's skill 404 on every route; export re-imports to the same
 // digest; a disabled skill absent from the catalogue and refused by
 // activate_skill; with every skill disabled no catalogue and no skill tools;
-// an uploaded skill activated and its file read in a turn; delete.
+// an uploaded skill activated and its file read in a turn; a skill an admin
+// installs for everyone seen and used by every user, disabled by one for
+// themselves, changed by none but its admin, its name refused to users; delete.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import net from 'node:net';
@@ -242,6 +244,49 @@ describe('user-installed skills', () => {
     assert.ok(rec.tools.includes('plan_task'));
     // on again
     assert.equal((await api(base, '/api/skills/word-report', { method: 'PATCH', json: { enabled: true }, ...as(dave) })).json.enabled, true);
+  });
+
+  test('an admin installs a skill for everyone: every user sees and uses it, may disable it, cannot change it', async () => {
+    // alice is the first account, so the admin; bob and erin are users
+    const erin = makeUser(stack.pg);
+    const body = md('team-style', 'Write in the team style. Use for any text the team publishes.', '# Team style\nShort sentences.\n');
+    const no = await api(base, '/api/skills?for=everyone', { method: 'POST', body, headers: { ...bob.auth, 'content-type': 'text/markdown' } });
+    assert.equal(no.status, 403, no.text);
+    assert.match(no.json.message, /only an admin installs a skill for everyone/);
+    assert.equal((await api(base, '/api/skills?for=all', { method: 'POST', body, headers: { ...alice.auth, 'content-type': 'text/markdown' } })).status, 400);
+    const up = await api(base, '/api/skills?for=everyone', { method: 'POST', body, headers: { ...alice.auth, 'content-type': 'text/markdown' } });
+    assert.equal(up.status, 201, up.text);
+    assert.deepEqual([up.json.shared, up.json.mine], [true, true]);
+    // bob and erin see it, not as theirs; it is in a turn's catalogue
+    for (const u of [bob, erin]) {
+      const l = await api(base, '/api/skills', as(u));
+      const t = l.json.skills.find((x) => x.name === 'team-style');
+      assert.ok(t, 'listed');
+      assert.deepEqual([t.shared, t.mine, t.builtin, t.enabled], [true, false, false, true]);
+    }
+    const sid = await newSession(base, erin);
+    await turn(base, erin, sid, 'hello team #scenario:talk');
+    assert.match(ms.requests('talk').at(-1).system, /<skill><name>team-style<\/name>/);
+    // a user cannot change or delete it, may disable it for themselves only
+    const v = await api(base, '/api/skills/team-style', { method: 'PATCH', json: { version: 1 }, ...as(bob) });
+    assert.equal(v.status, 403);
+    assert.equal(v.json.code, 'SKILL_SHARED');
+    assert.equal((await api(base, '/api/skills/team-style', { method: 'DELETE', ...as(bob) })).status, 403);
+    const off = await api(base, '/api/skills/team-style', { method: 'PATCH', json: { enabled: false }, ...as(bob) });
+    assert.equal(off.status, 200, off.text);
+    assert.equal(off.json.enabled, false);
+    assert.equal((await api(base, '/api/skills', as(erin))).json.skills.find((x) => x.name === 'team-style').enabled, true);
+    // a user's own upload of that name is refused, nothing stored
+    const before = rows(bob.id);
+    const mine = await upload(bob, body, 'text/markdown');
+    assert.equal(mine.status, 409);
+    assert.equal(mine.json.code, 'SKILL_NAME_SHARED');
+    assert.equal(rows(bob.id), before);
+    // exported by a user like any skill they see
+    assert.equal((await api(base, '/api/skills/team-style/export', as(erin))).status, 200);
+    // the admin deletes it: gone for everyone
+    assert.equal((await api(base, '/api/skills/team-style', { method: 'DELETE', ...as(alice) })).status, 204);
+    assert.equal((await api(base, '/api/skills/team-style', as(erin))).status, 404);
   });
 
   test('delete: an own skill goes with its versions and files; a built-in cannot', async () => {
