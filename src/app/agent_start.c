@@ -205,6 +205,10 @@ tk_status app_agent_start(char *err, size_t errlen)
     agent_lane_set_available(AGENT_LANE_BROWSER, a->browser_enabled);
     if (agent_subagent_check_models(err, errlen) != TK_OK)
         return TK_EINVAL;
+    /* settings checked before any thread starts (a thread left running by a
+     * failed start would outlive the app) */
+    if (notify_check(err, errlen) != TK_OK)
+        return TK_EINVAL;
     /* the built-in skills: a broken one stops the start, naming the file and the rule */
     if (skills_init(err, errlen) != TK_OK)
         return TK_EINVAL;
@@ -227,9 +231,22 @@ tk_status app_agent_start(char *err, size_t errlen)
     if (agent_events_start(err, errlen) != TK_OK)
         return TK_ERROR;
     app_sessions_on_delete(on_session_deleted, NULL);
-    if (schedules_runner_start(err, errlen) != TK_OK || notify_start(err, errlen) != TK_OK ||
-        snapshots_start(err, errlen) != TK_OK)
+    /* what a failed start began is stopped again: no thread outlives the app */
+    if (schedules_runner_start(err, errlen) != TK_OK) {
+        agent_events_stop();
         return TK_ERROR;
+    }
+    if (notify_start(err, errlen) != TK_OK) {
+        schedules_runner_stop();
+        agent_events_stop();
+        return TK_ERROR;
+    }
+    if (snapshots_start(err, errlen) != TK_OK) {
+        notify_stop();
+        schedules_runner_stop();
+        agent_events_stop();
+        return TK_ERROR;
+    }
     started = 1;
     size_t offered = 0;
     for (size_t i = 0; i < agent_tools_count(); i++)

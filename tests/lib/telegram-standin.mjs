@@ -64,6 +64,17 @@ export async function startTelegramStandin({ token, username = 'tusko_test_bot' 
     api.failures.set(chat, q);
   };
   api.to = (chat) => api.sent.filter((m) => m.chat_id === chat);
+  // with a webhook set (setWebhook), a message is POSTed to it as Telegram does:
+  // one Update, the secret in X-Telegram-Bot-Api-Secret-Token; the answer's status
+  api.deliver = async (chatId, text, { type = 'private', username: from = 'someone', secret, updateId } = {}) => {
+    if (!api.webhook) throw new Error('no webhook is set');
+    const update = { update_id: updateId ?? api.nextUpdateId++, message: { message_id: msgId++, date: Math.floor(Date.now() / 1000), chat: { id: chatId, type }, from: { id: chatId, is_bot: false, username: from }, text } };
+    const headers = { 'content-type': 'application/json' };
+    const s = secret === undefined ? api.webhook.secret_token : secret;
+    if (s !== null) headers['x-telegram-bot-api-secret-token'] = s;
+    const r = await fetch(api.webhook.url, { method: 'POST', headers, body: JSON.stringify(update) });
+    return r.status;
+  };
 
   const answer = (res, status, body) => {
     res.writeHead(status, { 'content-type': 'application/json' });
@@ -104,6 +115,17 @@ export async function startTelegramStandin({ token, username = 'tusko_test_bot' 
           });
         }
         return answer(res, 200, { ok: true, result: api.updates.slice(0, 100) });
+      }
+      if (method === 'setWebhook') {
+        if (typeof body.url !== 'string' || !body.url) return fail(res, 400, 'Bad Request: bad webhook: URL is empty');
+        api.webhook = { url: body.url, secret_token: body.secret_token, allowed_updates: body.allowed_updates };
+        api.conflict = true; // getUpdates is refused while a webhook is set, as Telegram does
+        return answer(res, 200, { ok: true, result: true, description: 'Webhook was set' });
+      }
+      if (method === 'deleteWebhook') {
+        api.webhook = null;
+        api.conflict = false;
+        return answer(res, 200, { ok: true, result: true, description: 'Webhook was deleted' });
       }
       if (method === 'sendMessage') {
         const chat = body.chat_id;

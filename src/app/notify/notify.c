@@ -10,6 +10,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "app/agent/bus.h"
 #include "app/app.h"
 #include "app/auth/auth.h"
@@ -39,6 +41,12 @@ static struct {
 static const notify_config *cfg(void)
 {
     return &app_get()->cfg->notify;
+}
+
+/* Updates come by webhook (TELEGRAM_WEBHOOK_SECRET set), not by polling. */
+static int webhook_mode(void)
+{
+    return cfg()->webhook_secret && *cfg()->webhook_secret;
 }
 
 int notify_enabled(void)
@@ -267,6 +275,32 @@ static void *poller_main(void *arg)
      * asking for a code tries again) */
     char bot[64];
     (void)bot_name(bot, sizeof bot);
+    if (webhook_mode()) {
+        /* Telegram posts the updates to us: tell it where, with the secret,
+         * until it takes it (every instance does, with the same answer) */
+        char *url = tk_asprintf("%s/api/notify/telegram/webhook", app_get()->cfg->public_url);
+        while (!N.stopping) {
+            notify_telegram_answer a;
+            char err[256];
+            json_t *body = tk_json_obj("url", json_string(url), "secret_token",
+                                       json_string(cfg()->webhook_secret), "allowed_updates",
+                                       json_pack("[s]", "message"), NULL);
+            tk_status st = notify_telegram_call(cfg()->api_url, cfg()->token, "setWebhook", body,
+                                                15000, &N.stopping, &a, err, sizeof err);
+            int ok = st == TK_OK && a.ok;
+            if (!ok && !N.stopping)
+                tk_warn("telegram", "msg=\"setWebhook failed; trying again in 30 s\" error=\"%s\"",
+                        st == TK_OK ? a.description : err);
+            else if (ok)
+                tk_info("telegram", "msg=\"webhook set\" url=%s", url);
+            notify_telegram_answer_free(&a);
+            if (ok)
+                break;
+            wait_ms(NULL, 30000);
+        }
+        free(url);
+        return NULL;
+    }
     while (!N.stopping) {
         if (!hold(&c, &locked, "telegram poller", NULL, POLLER_LOCK_SQL))
             continue;
@@ -524,6 +558,33 @@ static void *sender_main(void *arg)
     return NULL;
 }
 
+tk_status notify_check(char *err, size_t errlen)
+{
+    if (!enabled())
+        return TK_OK;
+    if (webhook_mode()) {
+        const char *w = cfg()->webhook_secret;
+        size_t n = strlen(w);
+        int ok = n >= 1 && n <= 256;
+        for (size_t i = 0; ok && i < n; i++)
+            ok = (w[i] >= 'A' && w[i] <= 'Z') || (w[i] >= 'a' && w[i] <= 'z') ||
+                 (w[i] >= '0' && w[i] <= '9') || w[i] == '_' || w[i] == '-';
+        if (!ok) {
+            snprintf(err, errlen,
+                     "TELEGRAM_WEBHOOK_SECRET must be 1 to 256 characters of A-Z a-z 0-9 _ -");
+            return TK_EINVAL;
+        }
+        if (!app_get()->cfg->public_url) {
+            snprintf(err, errlen,
+                     "TELEGRAM_WEBHOOK_SECRET is set but TUSKO_PUBLIC_URL is not: Telegram needs "
+                     "the public URL to post updates to (<TUSKO_PUBLIC_URL>/api/notify/telegram/"
+                     "webhook)");
+            return TK_EINVAL;
+        }
+    }
+    return TK_OK;
+}
+
 tk_status notify_start(char *err, size_t errlen)
 {
     if (!enabled()) {
@@ -550,7 +611,8 @@ tk_status notify_start(char *err, size_t errlen)
     pthread_setname_np(N.poller, "tg-poll");
     pthread_setname_np(N.sender, "tg-send");
     N.running = 1;
-    tk_info("telegram", "msg=\"Telegram notifications on\"");
+    tk_info("telegram", "msg=\"Telegram notifications on\" updates=%s",
+            webhook_mode() ? "webhook" : "long polling");
     return TK_OK;
 }
 
@@ -720,7 +782,69 @@ static void h_test(tk_req *r, void *ud)
         tk_respond_json(r, 202, tk_json_obj("queued", json_true(), NULL));
 }
 
+/* POST /api/notify/telegram/webhook: one Update from Telegram (public: the
+ * secret header is its credential, compared in constant time). An update at
+ * or past the stored offset is handled once (the offset moves past it in the
+ * same statement), so Telegram's redeliveries change nothing. */
+static void h_webhook(tk_req *r, void *ud)
+{
+    (void)ud;
+    if (!enabled() || !webhook_mode()) {
+        tk_respond_error(r, 404, "NOT_FOUND", "no such route");
+        return;
+    }
+    const char *got = tk_req_header(r, "X-Telegram-Bot-Api-Secret-Token");
+    const char *want = cfg()->webhook_secret;
+    size_t gl = got ? strlen(got) : 0, wl = strlen(want);
+    if (!got || gl != wl || sodium_memcmp(got, want, wl) != 0) {
+        tk_warn("telegram", "msg=\"webhook call without the secret refused\"");
+        tk_respond_error(r, 401, "UNAUTHORIZED", "the webhook secret is missing or wrong");
+        return;
+    }
+    size_t len = 0;
+    const char *body = tk_req_body(r, &len);
+    json_error_t je;
+    json_t *up = body && len ? json_loadb(body, len, 0, &je) : NULL;
+    json_t *arr = json_is_object(up) ? json_pack("[O]", up) : NULL;
+    notify_telegram_update u;
+    if (!arr || notify_telegram_update_at(arr, 0, &u) != TK_OK) {
+        json_decref(arr);
+        json_decref(up);
+        tk_respond_error(r, 400, "INVALID_UPDATE",
+                         "not a Telegram Update (an object with update_id)");
+        return;
+    }
+    PGconn *c = db(r);
+    if (!c) {
+        json_decref(arr);
+        json_decref(up);
+        return;
+    }
+    char id[24];
+    snprintf(id, sizeof id, "%lld", (long long)u.update_id);
+    const char *p[] = {id};
+    PGresult *res = tk_pg_query(c,
+                                "UPDATE telegram_state SET update_offset = $1::bigint + 1 WHERE "
+                                "id = 1 AND update_offset <= $1::bigint RETURNING 1",
+                                1, p);
+    int fresh = tk_pg_ok(res) && PQntuples(res) == 1;
+    int failed = !tk_pg_ok(res);
+    PQclear(res);
+    if (fresh)
+        on_update(c, &u);
+    app_db_release(c);
+    json_decref(arr);
+    json_decref(up);
+    if (failed) {
+        app_respond_db_unavailable(r); /* Telegram delivers it again */
+        return;
+    }
+    tk_respond(r, 200, "application/json", "{}", 2);
+}
+
 const tk_route notify_routes[] = {
+    {"POST", "/api/notify/telegram/webhook", h_webhook, NULL, TK_ROUTE_PUBLIC | TK_ROUTE_BLOCKING,
+     64u << 10},
     {"GET", "/api/notify/telegram", h_status, NULL, TK_ROUTE_BLOCKING},
     {"POST", "/api/notify/telegram/link", h_link, NULL, TK_ROUTE_BLOCKING, 1024},
     {"DELETE", "/api/notify/telegram/link", h_unlink, NULL, TK_ROUTE_BLOCKING},

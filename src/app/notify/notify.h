@@ -8,7 +8,9 @@
  * off, 403 marking the link inactive, a refused entity resent once as plain
  * text. Schedule outcomes reach the outbox through a trigger
  * (sql/0071_telegram.sql). Without TELEGRAM_BOT_TOKEN nothing starts and the
- * API says the feature is off.
+ * API says the feature is off. With TELEGRAM_WEBHOOK_SECRET updates come by
+ * webhook (POST /api/notify/telegram/webhook, setWebhook at start) instead of
+ * the poller.
  */
 #ifndef APP_NOTIFY_H
 #define APP_NOTIFY_H
@@ -29,6 +31,10 @@
 
 /* Whether TELEGRAM_BOT_TOKEN is set (the feature is on). */
 int notify_enabled(void);
+
+/* Checks the settings before anything starts: TK_EINVAL with err for a
+ * TELEGRAM_WEBHOOK_SECRET of bad characters or without TUSKO_PUBLIC_URL. */
+tk_status notify_check(char *err, size_t errlen);
 
 /* Starts the poller and the sender when TELEGRAM_BOT_TOKEN is set. */
 tk_status notify_start(char *err, size_t errlen);

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 
-import { startPostgres, startProgram, stopAll } from '../../lib/harness.mjs';
+import { freePort, runProgram, startPostgres, startProgram, stopAll } from '../../lib/harness.mjs';
 import { startTelegramStandin } from '../../lib/telegram-standin.mjs';
 import { api, makeUser, newSession, startModels, turn, tuskoEnv, until } from '../agent/lib.mjs';
 
@@ -235,5 +235,66 @@ describe('telegram', () => {
     assert.ok(log.includes('telegram'), 'the log has telegram lines');
     assert.ok(!log.includes(TOKEN) && !log.includes(TOKEN.split(':')[1]), 'the token is not in the log');
     assert.ok(tg.calls.some((c) => c.method === 'getUpdates' && c.body.timeout === 1));
+  });
+});
+
+describe('telegram by webhook', () => {
+  const SECRET = 'wh_Secret-0123456789abcdefXYZ';
+  let ms, pg, tg, tusko, base, carol;
+  before(async () => {
+    ms = await startModels({});
+    pg = await startPostgres('telegram_webhook');
+    tg = await startTelegramStandin({ token: TOKEN });
+    const port = await freePort();
+    tusko = await startProgram('tusko', {
+      env: tuskoEnv(pg, ms, { TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_API_URL: tg.url, TELEGRAM_WEBHOOK_SECRET: SECRET, TUSKO_LISTEN: `127.0.0.1:${port}`, TUSKO_PUBLIC_URL: `http://127.0.0.1:${port}/` }),
+    });
+    base = tusko.url;
+    carol = makeUser(pg, `carol-${process.pid}@example.test`);
+  });
+  after(async () => {
+    await stopAll();
+    await tg.close();
+    await ms.close();
+  });
+
+  test('the webhook is set with the secret; a code delivered by it links the chat once; no polling', async () => {
+    await until(() => tg.webhook, { what: 'setWebhook' });
+    assert.deepEqual(tg.webhook, { url: `${base}/api/notify/telegram/webhook`, secret_token: SECRET, allowed_updates: ['message'] });
+    const code = (await api(base, '/api/notify/telegram/link', { method: 'POST', headers: carol.auth })).json.code;
+    assert.equal(await tg.deliver(720001, `/start ${code}`, { username: 'carol_tg', updateId: 5000 }), 200);
+    await until(() => tg.to(720001).find((m) => /^Linked to the Tusko account/.test(m.text)), { what: 'the confirmation' });
+    assert.equal((await api(base, '/api/notify/telegram', { headers: carol.auth })).json.link.username, 'carol_tg');
+    // Telegram delivering the same update again changes nothing: no second reply
+    assert.equal(await tg.deliver(720001, `/start ${code}`, { updateId: 5000 }), 200);
+    await new Promise((ok) => setTimeout(ok, 1000));
+    assert.equal(tg.to(720001).length, 1);
+    assert.ok(!tg.calls.some((c) => c.method === 'getUpdates'), 'no getUpdates in webhook mode');
+  });
+
+  test('a call without the secret, with a wrong one or with a body that is not an Update does nothing', async () => {
+    const code = (await api(base, '/api/notify/telegram/link', { method: 'POST', headers: carol.auth })).json.code;
+    assert.equal(await tg.deliver(720002, `/start ${code}`, { secret: null }), 401);
+    assert.equal(await tg.deliver(720002, `/start ${code}`, { secret: SECRET.slice(0, -1) + 'Q' }), 401);
+    assert.equal(await tg.deliver(720002, `/start ${code}`, { secret: SECRET + 'x' }), 401);
+    const bad = await fetch(`${base}/api/notify/telegram/webhook`, { method: 'POST', headers: { 'x-telegram-bot-api-secret-token': SECRET, 'content-type': 'application/json' }, body: '[1,2]' });
+    assert.equal(bad.status, 400);
+    await new Promise((ok) => setTimeout(ok, 1000));
+    assert.equal(tg.to(720002).length, 0, 'nothing answered');
+    assert.equal((await api(base, '/api/notify/telegram', { headers: carol.auth })).json.link.username, 'carol_tg', 'still the first chat');
+    // the code is still good for a call with the secret
+    assert.equal(await tg.deliver(720002, `/start ${code}`, { updateId: 5001 }), 200);
+    await until(() => tg.to(720002).find((m) => /^Linked to the Tusko account/.test(m.text)), { what: 'the second link' });
+  });
+
+  test('TELEGRAM_WEBHOOK_SECRET without TUSKO_PUBLIC_URL, or of bad characters, stops the start with a message', async () => {
+    const env = { ...tuskoEnv(pg, ms, { TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_API_URL: tg.url }) };
+    delete env.TUSKO_PUBLIC_URL;
+    let r = runProgram('tusko', ['serve'], { env: { ...env, TELEGRAM_WEBHOOK_SECRET: SECRET }, timeoutMs: 20000 });
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /TELEGRAM_WEBHOOK_SECRET is set but TUSKO_PUBLIC_URL is not/);
+    r = runProgram('tusko', ['serve'], { env: { ...env, TELEGRAM_WEBHOOK_SECRET: 'has space', TUSKO_PUBLIC_URL: 'http://127.0.0.1:9' }, timeoutMs: 20000 });
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /TELEGRAM_WEBHOOK_SECRET must be 1 to 256 characters/);
   });
 });
