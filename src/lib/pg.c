@@ -158,8 +158,15 @@ void tk_pg_release(tk_pg_pool *p, PGconn *c)
 PGresult *tk_pg_query(PGconn *c, const char *sql, int nparams, const char *const *params)
 {
     PGresult *r = PQexecParams(c, sql, nparams, NULL, params, NULL, NULL, 0);
-    if (!r)
-        tk_oom();
+    if (!r) {
+        /* libpq answers NULL not only out of memory but when the command
+         * cannot be sent at all (the server died under the connection): a
+         * failed result carrying the connection's error, as callers expect
+         * (this was a "fatal: out of memory" abort when Postgres was killed) */
+        r = PQmakeEmptyPGresult(c, PGRES_FATAL_ERROR);
+        if (!r)
+            tk_oom();
+    }
     if (!tk_pg_ok(r)) {
         const char *m = PQresultErrorMessage(r);
         tk_warn("pg", "msg=\"query failed\" sql=\"%.40s\" sqlstate=%s error=\"%.*s\"", sql,

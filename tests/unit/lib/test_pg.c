@@ -113,6 +113,33 @@ TEST(pg_pool_replaces_an_idle_connection_whose_server_is_gone)
     tk_pg_pool_free(p);
 }
 
+/* A connection whose server is gone: libpq's PQexecParams then answers NULL
+ * (the command cannot be sent), which tk_pg_query turned into "fatal: out of
+ * memory". Every query on it is now a failed result, and the process lives. */
+TEST(pg_query_on_a_connection_whose_server_died_fails_without_aborting)
+{
+    fresh_db("pg_dead_conn");
+    PGconn *c = PQconnectdb(dburl);
+    CHECK(PQstatus(c) == CONNECTION_OK);
+    char pid[16];
+    snprintf(pid, sizeof pid, "%d", PQbackendPID(c));
+    PGconn *killer = PQconnectdb(dburl);
+    const char *kp[] = {pid};
+    PGresult *r = tk_pg_query(killer, "SELECT pg_terminate_backend($1::int, 5000)", 1, kp);
+    CHECK(tk_pg_ok(r));
+    PQclear(r);
+    PQfinish(killer);
+    for (int i = 0; i < 3; i++) { /* the first sees the end; the next cannot even send */
+        r = tk_pg_query(c, "SELECT 1", 0, NULL);
+        CHECK(r != NULL);
+        CHECK(!tk_pg_ok(r));
+        PQclear(r);
+        CHECK(tk_pg_exec(c, "BEGIN", 0, NULL) != TK_OK);
+    }
+    CHECK(PQstatus(c) == CONNECTION_BAD);
+    PQfinish(c);
+}
+
 TEST(pg_bad_url_is_a_clear_error)
 {
     char err[256];
