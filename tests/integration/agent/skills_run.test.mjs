@@ -188,6 +188,9 @@ describe('the built-in skills in a real sandbox', () => {
     assert.equal(build.ok, true, build.result);
     assert.match(build.result, /exit code 0/);
     assert.equal(check.ok, true, check.result);
+    // the skill is copied into the sandbox by its first script, not again
+    assert.match(build.result, /\(copied the skill into \/workspace\/\.skills\/presentation\/\)/);
+    assert.doesNotMatch(check.result, /copied the skill/);
     const names = unzipList(await fetchFile(sid, 'deck.pptx'));
     assert.equal(names.filter((n) => /^ppt\/slides\/slide\d+\.xml$/.test(n)).length, 6, names.join(' '));
     assert.equal(names.filter((n) => /^ppt\/notesSlides\/notesSlide\d+\.xml$/.test(n)).length, 6);
