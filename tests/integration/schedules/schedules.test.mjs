@@ -283,13 +283,14 @@ describe('schedules', () => {
 });
 
 describe('schedules on two instances', () => {
-  let ms, pg, a, b, user;
+  let ms, pg, a, b, user, admin;
   before(async () => {
     ms = await startModels({ scenarios: SCENARIOS });
     pg = await startPostgres('schedules2');
     const env = tuskoEnv(pg, ms, { SCHEDULE_RUN_TIMEOUT: '5s' });
     a = await startProgram('tusko', { env });
     b = await startProgram('tusko', { env });
+    admin = makeUser(pg); // the first account is the admin
     user = makeUser(pg);
   });
   after(async () => {
@@ -297,10 +298,16 @@ describe('schedules on two instances', () => {
     await ms.close();
   });
 
-  test('each slot runs exactly once; the default shortest interval is 5 minutes', async () => {
+  test('each slot runs exactly once; the default shortest interval is 5 minutes (none for admins)', async () => {
     const tooOften = await sched(a.url, user, '', { json: { prompt: 'x', cron: '*/2 * * * *' } });
     assert.equal(tooOften.status, 400);
     assert.match(tooOften.json.message, /^cron: fires 120 s apart .*shortest interval allowed is 300 s/);
+    const pv = await api(a.url, `/api/schedules/preview?cron=${encodeURIComponent('*/2 * * * *')}`, { headers: user.auth });
+    assert.equal(pv.status, 400);
+    const byAdmin = await sched(a.url, admin, '', { json: { prompt: 'x', cron: '*/2 * * * *', paused: true } });
+    assert.equal(byAdmin.status, 201, byAdmin.text);
+    assert.equal((await api(a.url, `/api/schedules/preview?cron=${encodeURIComponent('*/2 * * * *')}`, { headers: admin.auth })).status, 200);
+    assert.equal((await api(a.url, `/api/schedules/${byAdmin.json.id}`, { method: 'DELETE', headers: admin.auth })).status, 204);
     const at = new Date(Math.ceil((Date.now() + 4000) / 1000) * 1000);
     const iso = at.toISOString().replace(/\.\d+Z$/, '+00:00');
     const ids = [];
