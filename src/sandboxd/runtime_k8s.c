@@ -253,6 +253,15 @@ static json_t *env_var(const char *name, const char *value)
 }
 
 /* A pod of the current template: warm (id NULL) or claimed for id. */
+
+/* Whole seconds until expires_ms, rounded up (a pod's deadline never comes
+ * before its sandbox's timeout: 1.9 s left is 2, not 1); at least 1. */
+static int64_t secs_left(int64_t expires_ms)
+{
+    int64_t ms = expires_ms - tk_now_ms();
+    int64_t s = ms > 0 ? (ms + 999) / 1000 : 0;
+    return s > 0 ? s : 1;
+}
 static json_t *pod_spec(const k8s_rt *r, const sbx_spec *spec, const char *token)
 {
     const sbx_limits *lim = spec ? &spec->limits : &r->pool_limits;
@@ -286,8 +295,7 @@ static json_t *pod_spec(const k8s_rt *r, const sbx_spec *spec, const char *token
                               quantity_bytes(lim->memory_bytes), NULL);
     int64_t deadline = POOL_DEADLINE_S;
     if (spec && spec->expires_ms) {
-        int64_t left = (spec->expires_ms - tk_now_ms()) / 1000;
-        deadline = (left > 0 ? left : 1) + r->grace_s;
+        deadline = secs_left(spec->expires_ms) + r->grace_s;
     }
     json_t *ctr = tk_json_obj(
         "name", json_string("sandbox"), "image", json_string(r->image), "imagePullPolicy",
@@ -609,8 +617,7 @@ static json_t *claim_patch(const k8s_rt *r, const json_t *pod, const sbx_spec *s
         "/metadata/labels/sandbox.tusko.io~1claimer", "value", r->instance, "op", "add", "path",
         "/metadata/annotations/sandbox.tusko.io~1claimed", "value", now);
     if (spec->expires_ms) {
-        int64_t left = (spec->expires_ms - tk_now_ms()) / 1000;
-        int64_t dl = pod_age_s(pod) + (left > 0 ? left : 1) + r->grace_s;
+        int64_t dl = pod_age_s(pod) + secs_left(spec->expires_ms) + r->grace_s;
         json_t *cur = json_object_get(json_object_get(pod, "spec"), "activeDeadlineSeconds");
         if (!json_is_integer(cur) || dl < json_integer_value(cur))
             json_array_append_new(ops, json_pack("{s:s,s:s,s:I}", "op", "add", "path",

@@ -388,9 +388,12 @@ test('24 creates at once take 24 distinct pods; expiry deletes the pod', async (
     assert.ok(claims.every((e) => e.code === 200));
     await Promise.all(rs.map((r) => s.api.del(r.json.id)));
     // a sandbox with a 2 s timeout: the reaper deletes it and its pod; the
-    // pod's deadline is its age + 2 s + the grace (30 s, so the reaper is first)
-    const e = await s.api.create({ timeout: 2 });
+    // pod's deadline is its age + 2 s + the grace (30 s, so the reaper is
+    // first). With env it is a cold pod (age 0): 1.9 s left counts as 2, not 1
+    // (the deadline was 31 when the pool had no ready pod for it)
+    const e = await s.api.create({ timeout: 2, env: { COLD: '1' } });
     assert.equal(e.status, 202, e.text);
+    assert.equal(e.headers.get('x-sandbox-pool'), 'cold');
     const pod = k.podOf(e.json.id);
     const age = (Date.now() - Date.parse(pod.status.startTime || pod.metadata.creationTimestamp)) / 1000;
     assert.ok(pod.spec.activeDeadlineSeconds >= 32 && pod.spec.activeDeadlineSeconds <= age + 2 + 30 + 3,
