@@ -12,6 +12,7 @@
 
 #include "app/app.h"
 #include "app/auth/auth.h"
+#include "app/browser/browser.h"
 #include "app/sandbox/sandbox.h"
 #include "lib/buf.h"
 #include "lib/id.h"
@@ -370,7 +371,7 @@ tk_status app_account_delete(PGconn *c, const char *user_id, const char *actor, 
                              char *err, size_t errlen)
 {
     *answer = NULL;
-    int released = 0;
+    int released = 0, browsers = 0;
     /* sandboxes first: once the rows are gone nothing would know of them; a
      * sandbox made meanwhile (a turn just ending) is found by the database
      * ("sandboxes") and released in the next round */
@@ -402,6 +403,8 @@ tk_status app_account_delete(PGconn *c, const char *user_id, const char *actor, 
         released += n;
         if (st != TK_OK)
             return TK_ERROR;
+        /* browsers: best effort (the service also ends each at its timeout) */
+        browsers += browser_release_user(c, user_id);
         char outcome[16], busy[TK_UUID_LEN + 1];
         char *counts = NULL;
         if (delete_rows(c, user_id, actor, outcome, sizeof outcome, &counts, busy, sizeof busy) !=
@@ -414,10 +417,11 @@ tk_status app_account_delete(PGconn *c, const char *user_id, const char *actor, 
             json_t *deleted = counts ? json_loads(counts, 0, &je) : NULL;
             free(counts);
             *answer = tk_json_obj("deleted", deleted ? deleted : json_object(),
-                                  "sandboxes_released", json_integer(released), NULL);
+                                  "sandboxes_released", json_integer(released), "browsers_released",
+                                  json_integer(browsers), NULL);
             app_auth_cache_drop_user(user_id);
-            tk_info("account", "msg=\"account deleted\" user=%s actor=%s sandboxes=%d", user_id,
-                    actor, released);
+            tk_info("account", "msg=\"account deleted\" user=%s actor=%s sandboxes=%d browsers=%d",
+                    user_id, actor, released, browsers);
             return TK_OK;
         }
         free(counts);

@@ -100,10 +100,12 @@ static void steel_resp_free(steel_resp *r)
     r->body = NULL;
 }
 
-static void release_remote(const char *remote_id)
+/* 1 when the service released the session, 0 when it had ended already or
+ * could not be asked (logged). */
+static int release_remote(const char *remote_id)
 {
     if (!remote_id || !*remote_id)
-        return;
+        return 0;
     char path[300];
     snprintf(path, sizeof path, "/sessions/%s/release", remote_id);
     steel_resp r;
@@ -111,7 +113,9 @@ static void release_remote(const char *remote_id)
     if (r.status != 200 && r.status != 404 && r.status != 409)
         tk_warn("browser", "msg=\"release failed\" remote=%s error=\"%s\"", remote_id,
                 r.error[0] ? r.error : "?");
+    int released = r.status == 200;
     steel_resp_free(&r);
+    return released;
 }
 
 /* ---------- rows ---------- */
@@ -428,6 +432,35 @@ void browser_release_session(const char *session_id)
     for (int i = 0; tk_pg_ok(r) && i < PQntuples(r); i++)
         release_remote(PQgetvalue(r, i, 0));
     PQclear(r);
+}
+
+int browser_release_user(PGconn *c, const char *user_id)
+{
+    const char *p[] = {user_id};
+    /* every browser of the account, live or stuck in creation (no turn of it
+     * runs: the caller checked); the rows go with the account, so this is the
+     * last moment anything knows of the remote sessions */
+    PGresult *r =
+        tk_pg_query(c,
+                    "UPDATE browsers SET state = 'gone', gone_reason = 'account deleted', "
+                    "gone_at = now() WHERE user_id = $1 AND state <> 'gone' RETURNING "
+                    "coalesce(remote_id, '')",
+                    1, p);
+    int n = 0;
+    for (int i = 0; tk_pg_ok(r) && i < PQntuples(r); i++) {
+        const char *rid = PQgetvalue(r, i, 0);
+        if (!*rid)
+            continue;
+        if (browser_configured())
+            n += release_remote(rid);
+        else
+            tk_warn("browser",
+                    "msg=\"browser not released: STEEL_URL is not set; the service ends it at "
+                    "its timeout\" remote=%s",
+                    rid);
+    }
+    PQclear(r);
+    return n;
 }
 
 void browser_sweep_now(void)

@@ -89,6 +89,11 @@ void browser_release_session(const char *session_id);
  * Blocking; app/agent_start.c runs it on a tool worker every few seconds. */
 void browser_sweep_now(void);
 
+/* Releases every browser of user_id at the browser service and marks its rows
+ * gone (account deletion; no turn of the user may be running). Answers how many
+ * remote sessions it released. */
+int browser_release_user(PGconn *c, const char *user_id);
+
 /* Live browsers of a user (for the quota's answers and tests). */
 int browser_live_count(PGconn *c, const char *user_id);
 

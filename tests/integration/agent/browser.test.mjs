@@ -6,7 +6,8 @@
 // loopback address is refused before a packet leaves (a trap listener sees no
 // connection); MAX_BROWSERS_PER_USER holds exactly under a burst of first
 // browses; a browser ended at the service is noticed and replaced; the chat's
-// browser is released when the chat is deleted and when it goes idle.
+// browser is released when the chat is deleted and when it goes idle; deleting
+// the account releases its browsers at once.
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
@@ -265,6 +266,28 @@ describe('the browser lane', () => {
     const r = await turn(t2.tusko.url, erin, sid, 'read #scenario:read-text');
     assert.match(toolEnd(r.events, 'browser_read').json.result, /has ended \(idle for BROWSER_IDLE_TTL\)/);
     await t2.tusko.stop();
+  });
+
+  test('deleting the account releases its browsers at the service', async () => {
+    const fay = makeUser(stack.pg);
+    const rids = [];
+    for (let i = 0; i < 2; i++) {
+      const sid = await newSession(base, fay);
+      const n = await turn(base, fay, sid, 'open #scenario:nav-a', {}, { timeoutMs: 60000 });
+      rids.push(n.events.find((e) => e.event === 'browser_spawn').json.remote_id);
+    }
+    for (const rid of rids) assert.ok((await live()).some((s) => s.id === rid), rid);
+    const d = await api(base, '/api/me', { method: 'DELETE', json: { confirm: fay.email }, headers: fay.auth });
+    assert.equal(d.status, 200, d.text);
+    assert.equal(d.json.browsers_released, 2);
+    assert.equal(d.json.deleted.browsers, 2);
+    // released at once, not at the service's idle timeout
+    const still = (await live()).filter((s) => rids.includes(s.id));
+    assert.deepEqual(still, []);
+    for (const rid of rids) {
+      const g = await brd.call(`/v1/sessions/${rid}`);
+      assert.equal(g.json.status, 'released', g.text);
+    }
   });
 });
 
