@@ -5,12 +5,14 @@
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -23,6 +25,7 @@
 #include "lib/query.h"
 #include "lib/sse.h"
 #include "lib/tktime.h"
+#include "lib/ws.h"
 
 #define MAX_PARAMS     16
 #define WORK_QUEUE_MAX 1024
@@ -42,8 +45,9 @@ struct hdr {
 enum { REQ_NEW = 0, REQ_RECEIVING, REQ_DISPATCHED };
 
 /* What a connection waits for: its next request's headers, the rest of a body,
- * or nothing from the client (a handler or a response is under way). */
-enum { CONN_WAIT = 0, CONN_BODY, CONN_BUSY };
+ * or nothing from the client (a handler or a response is under way, or it is
+ * a WebSocket now, which its own thread watches). */
+enum { CONN_WAIT = 0, CONN_BODY, CONN_BUSY, CONN_WS };
 
 /* Connections and requests in flight of one client address. */
 struct client {
@@ -116,6 +120,7 @@ struct tk_req {
     int deferred, suspended, queued;
     int refs;             /* MHD's, plus a worker's while it runs the handler */
     struct tk_req *qnext; /* worker queue */
+    tk_httpd_ws *ws;      /* the WebSocket it was upgraded to, if any */
 };
 
 struct tk_stream {
@@ -156,6 +161,9 @@ struct tk_httpd {
     int stopping;
     tk_stream *streams;
     size_t nstreams;
+    tk_httpd_ws *wss; /* WebSockets accepted and not yet ended */
+    size_t nws, nws_running;
+    pthread_cond_t wscond;
 
     pthread_mutex_t clock; /* connections, clients, limit logs */
     struct conn *conns;
@@ -1123,6 +1131,411 @@ static void *heartbeat_main(void *arg)
     return NULL;
 }
 
+/* ---------- WebSockets ---------- */
+
+enum { WS_PENDING = 0, WS_OPEN, WS_DONE };
+
+#define WS_CLOSE_WAIT_MS 5000
+
+struct tk_httpd_ws {
+    tk_httpd *h;
+    tk_httpd_ws_config cfg;
+    pthread_mutex_t mu; /* what follows */
+    int refs;           /* the caller's and the connection's */
+    int state;
+    int fd, wake;
+    struct MHD_UpgradeResponseHandle *urh;
+    tk_buf out;     /* whole frames queued for the peer */
+    int close_sent; /* our close frame is queued: nothing more is */
+    int close_got;  /* the peer's close was read */
+    int code;       /* the close code reported to on_close */
+    int64_t close_deadline;
+    char *extra; /* bytes MHD read past the request */
+    size_t nextra;
+    tk_httpd_ws *prev, *next; /* the server's list (its lock) */
+};
+
+static void ws_wake(tk_httpd_ws *ws)
+{
+    uint64_t one = 1;
+    if (ws->wake >= 0 && write(ws->wake, &one, sizeof one) < 0 && errno != EAGAIN)
+        tk_warn("httpd", "msg=\"could not wake a WebSocket\" error=\"%s\"", strerror(errno));
+}
+
+/* Queues a frame (mu held). force: past max_queue (a close frame, which has
+ * room kept for it). */
+static tk_status ws_queue_locked(tk_httpd_ws *ws, int op, const void *data, size_t len, int force)
+{
+    if (!force && ws->out.len + TK_WS_MAX_HEADER + len > ws->cfg.max_queue)
+        return TK_ETOOBIG;
+    unsigned char hdr[TK_WS_MAX_HEADER];
+    size_t hn = tk_ws_header(hdr, 1, op, len, NULL);
+    size_t before = ws->out.len;
+    if (tk_buf_append(&ws->out, hdr, hn) != TK_OK ||
+        (len && tk_buf_append(&ws->out, data, len) != TK_OK)) {
+        ws->out.len = before;
+        return TK_ETOOBIG;
+    }
+    return TK_OK;
+}
+
+/* Queues our close frame once (mu held). */
+static void ws_close_locked(tk_httpd_ws *ws, int code, const char *reason)
+{
+    if (ws->close_sent || ws->state == WS_DONE)
+        return;
+    char pl[125];
+    size_t n = tk_ws_close_payload(pl, code, reason);
+    ws_queue_locked(ws, TK_WS_CLOSE, pl, n, 1);
+    ws->close_sent = 1;
+    ws->code = code;
+    ws->close_deadline = tk_mono_ms() + WS_CLOSE_WAIT_MS;
+}
+
+static void ws_free(tk_httpd_ws *ws)
+{
+    tk_buf_free(&ws->out);
+    if (ws->wake >= 0)
+        close(ws->wake);
+    free(ws->extra);
+    pthread_mutex_destroy(&ws->mu);
+    free(ws);
+}
+
+void tk_httpd_ws_unref(tk_httpd_ws *ws)
+{
+    if (!ws)
+        return;
+    pthread_mutex_lock(&ws->mu);
+    int last = --ws->refs == 0;
+    pthread_mutex_unlock(&ws->mu);
+    if (last)
+        ws_free(ws);
+}
+
+/* The end of a WebSocket (its thread, or the request's end when the 101 was
+ * never sent): on_close, off the server's list, the connection's reference. */
+static void ws_finish(tk_httpd_ws *ws, int code, int running)
+{
+    pthread_mutex_lock(&ws->mu);
+    ws->state = WS_DONE;
+    tk_buf_free(&ws->out);
+    pthread_mutex_unlock(&ws->mu);
+    if (ws->cfg.on_close)
+        ws->cfg.on_close(ws, code, ws->cfg.ud);
+    if (ws->urh)
+        MHD_upgrade_action(ws->urh, MHD_UPGRADE_ACTION_CLOSE);
+    tk_httpd *h = ws->h;
+    pthread_mutex_lock(&h->lock);
+    if (ws->prev)
+        ws->prev->next = ws->next;
+    else if (h->wss == ws)
+        h->wss = ws->next;
+    if (ws->next)
+        ws->next->prev = ws->prev;
+    h->nws--;
+    if (running)
+        h->nws_running--;
+    pthread_cond_broadcast(&h->wscond);
+    pthread_mutex_unlock(&h->lock);
+    tk_httpd_ws_unref(ws);
+}
+
+/* Each frame the reader gives (the connection's thread). */
+static int ws_frame(void *ud, int op, const char *data, size_t len)
+{
+    tk_httpd_ws *ws = ud;
+    if (op == TK_WS_TEXT || op == TK_WS_BINARY) {
+        pthread_mutex_lock(&ws->mu);
+        int closing = ws->close_sent;
+        pthread_mutex_unlock(&ws->mu);
+        if (!closing && ws->cfg.on_message)
+            ws->cfg.on_message(ws, op, data, len, ws->cfg.ud);
+        return 0;
+    }
+    pthread_mutex_lock(&ws->mu);
+    if (op == TK_WS_PING && !ws->close_sent) {
+        if (ws_queue_locked(ws, TK_WS_PONG, data, len, 0) != TK_OK)
+            ws_close_locked(ws, 1008, "the peer reads too slowly");
+    } else if (op == TK_WS_CLOSE) {
+        ws->close_got = 1;
+        if (!ws->close_sent) {
+            /* echo the code (RFC 6455 5.5.1) and end once it is sent */
+            char pl[2];
+            int code = len >= 2 ? (((unsigned char)data[0] << 8) | (unsigned char)data[1]) : 1005;
+            memcpy(pl, data, len >= 2 ? 2 : 0);
+            ws_queue_locked(ws, TK_WS_CLOSE, pl, len >= 2 ? 2 : 0, 1);
+            ws->close_sent = 1;
+            ws->code = code;
+            ws->close_deadline = tk_mono_ms() + WS_CLOSE_WAIT_MS;
+        }
+    }
+    pthread_mutex_unlock(&ws->mu);
+    return 0;
+}
+
+static void *ws_main(void *arg)
+{
+    tk_httpd_ws *ws = arg;
+    tk_ws_reader rd;
+    tk_ws_reader_init(&rd, 1, ws->cfg.max_frame, ws->cfg.max_message);
+    int fl = fcntl(ws->fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(ws->fd, F_SETFL, fl | O_NONBLOCK);
+    char *chunk = tk_malloc(64 << 10);
+    int reading = 1, code = 1006;
+    int64_t ping_ms = (int64_t)ws->cfg.ping_s * 1000;
+    int64_t last_rx = tk_mono_ms(), last_ping = last_rx;
+    if (ws->nextra) {
+        int rc = tk_ws_reader_feed(&rd, ws->extra, ws->nextra, ws_frame, ws);
+        if (rc) {
+            pthread_mutex_lock(&ws->mu);
+            ws_close_locked(ws, rc, NULL);
+            pthread_mutex_unlock(&ws->mu);
+            reading = 0;
+        }
+    }
+    for (;;) {
+        int64_t now = tk_mono_ms();
+        pthread_mutex_lock(&ws->mu);
+        int want_out = ws->out.len > 0, closing = ws->close_sent, got = ws->close_got;
+        int64_t deadline = ws->close_deadline;
+        if (closing)
+            code = ws->code;
+        pthread_mutex_unlock(&ws->mu);
+        if (rd.closed)
+            reading = 0;
+        if (closing && !want_out && (got || !reading))
+            break; /* the handshake is done (or the peer broke the protocol) */
+        if (closing && now >= deadline) {
+            code = got ? code : 1006;
+            break;
+        }
+        if (!closing && now - last_rx >= 2 * ping_ms) {
+            code = 1006; /* a peer that says nothing, not even pong */
+            break;
+        }
+        if (!closing && now - last_rx >= ping_ms && now - last_ping >= ping_ms) {
+            pthread_mutex_lock(&ws->mu);
+            ws_queue_locked(ws, TK_WS_PING, "", 0, 1);
+            pthread_mutex_unlock(&ws->mu);
+            last_ping = now;
+            continue;
+        }
+        struct pollfd p[2] = {
+            {.fd = ws->fd, .events = (short)((reading ? POLLIN : 0) | (want_out ? POLLOUT : 0))},
+            {.fd = ws->wake, .events = POLLIN}};
+        int n = poll(p, 2, 250);
+        if (n < 0 && errno != EINTR)
+            break;
+        if (n <= 0)
+            continue;
+        if (p[1].revents & POLLIN) {
+            uint64_t v;
+            if (read(ws->wake, &v, sizeof v) < 0 && errno != EAGAIN)
+                break;
+        }
+        if (p[0].revents & (POLLERR | POLLNVAL))
+            break;
+        if (p[0].revents & POLLOUT) {
+            pthread_mutex_lock(&ws->mu);
+            ssize_t w = send(ws->fd, ws->out.data, ws->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (w > 0)
+                tk_buf_consume(&ws->out, (size_t)w);
+            pthread_mutex_unlock(&ws->mu);
+            if (w < 0 && errno != EAGAIN && errno != EINTR)
+                break;
+        }
+        if (p[0].revents & (POLLIN | POLLHUP)) {
+            ssize_t r = recv(ws->fd, chunk, 64 << 10, MSG_DONTWAIT);
+            if (r < 0 && (errno == EAGAIN || errno == EINTR))
+                continue;
+            if (r <= 0)
+                break; /* the peer went (or half-closed) */
+            last_rx = tk_mono_ms();
+            int rc = tk_ws_reader_feed(&rd, chunk, (size_t)r, ws_frame, ws);
+            if (rc) {
+                pthread_mutex_lock(&ws->mu);
+                ws_close_locked(ws, rc, rc == TK_WS_CLOSE_TOO_BIG ? "message too big" : NULL);
+                pthread_mutex_unlock(&ws->mu);
+                reading = 0;
+            }
+        }
+    }
+    free(chunk);
+    tk_ws_reader_free(&rd);
+    shutdown(ws->fd, SHUT_RDWR);
+    ws_finish(ws, code, 1);
+    return NULL;
+}
+
+/* MHD's word that the 101 went out: the socket is ours now. */
+static void ws_upgraded(void *cls, struct MHD_Connection *conn, void *con_cls, const char *extra_in,
+                        size_t extra_in_size, MHD_socket sock,
+                        struct MHD_UpgradeResponseHandle *urh)
+{
+    tk_httpd_ws *ws = cls;
+    tk_req *r = con_cls;
+    if (r)
+        conn_phase(ws->h, r->c, CONN_WS);
+    pthread_mutex_lock(&ws->mu);
+    ws->fd = sock;
+    ws->urh = urh;
+    ws->state = WS_OPEN;
+    if (extra_in_size) {
+        ws->extra = tk_malloc(extra_in_size);
+        memcpy(ws->extra, extra_in, extra_in_size);
+        ws->nextra = extra_in_size;
+    }
+    pthread_mutex_unlock(&ws->mu);
+    tk_httpd *h = ws->h;
+    pthread_mutex_lock(&h->lock);
+    int stopping = h->stopping;
+    h->nws_running++;
+    pthread_mutex_unlock(&h->lock);
+    if (stopping) {
+        pthread_mutex_lock(&ws->mu);
+        ws_close_locked(ws, 1001, "the server is stopping");
+        pthread_mutex_unlock(&ws->mu);
+    }
+    pthread_t t;
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &a, ws_main, ws) != 0) {
+        tk_error("httpd", "msg=\"no thread for a WebSocket\"");
+        ws_finish(ws, 1011, 1);
+    }
+    pthread_attr_destroy(&a);
+}
+
+/* The request ended without the upgrade (the client went before the 101). */
+static void ws_request_done(tk_req *r)
+{
+    tk_httpd_ws *ws = r->ws;
+    r->ws = NULL;
+    pthread_mutex_lock(&ws->mu);
+    int pending = ws->state == WS_PENDING;
+    pthread_mutex_unlock(&ws->mu);
+    if (pending)
+        ws_finish(ws, 1006, 0);
+}
+
+/* Whether a comma-separated header value has token (case-insensitive). */
+static int has_token(const char *v, const char *token)
+{
+    size_t tl = strlen(token);
+    while (v && *v) {
+        while (*v == ' ' || *v == '\t' || *v == ',')
+            v++;
+        const char *e = v;
+        while (*e && *e != ',')
+            e++;
+        const char *end = e;
+        while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
+            end--;
+        if ((size_t)(end - v) == tl && strncasecmp(v, token, tl) == 0)
+            return 1;
+        v = e;
+    }
+    return 0;
+}
+
+int tk_httpd_ws_requested(const tk_req *r)
+{
+    return has_token(tk_req_header(r, "Upgrade"), "websocket");
+}
+
+tk_httpd_ws *tk_httpd_ws_accept(tk_req *r, const tk_httpd_ws_config *cfg)
+{
+    const char *ver = tk_req_header(r, "Sec-WebSocket-Version");
+    char acc[29];
+    if (strcmp(r->method, "GET") != 0 || !tk_httpd_ws_requested(r) ||
+        !has_token(tk_req_header(r, "Connection"), "upgrade")) {
+        tk_respond_error(r, 400, "WEBSOCKET_REQUIRED",
+                         "this endpoint speaks WebSocket only (a GET with Upgrade: websocket and "
+                         "Connection: Upgrade)");
+        return NULL;
+    }
+    if (!ver || strcmp(ver, "13") != 0) {
+        tk_respond_header(r, "Sec-WebSocket-Version", "13");
+        tk_respond_error(r, 426, "WEBSOCKET_VERSION", "only WebSocket version 13 is spoken");
+        return NULL;
+    }
+    if (tk_ws_accept_key(tk_req_header(r, "Sec-WebSocket-Key"), acc) != 0) {
+        tk_respond_error(r, 400, "WEBSOCKET_KEY",
+                         "Sec-WebSocket-Key must be the base64 of 16 bytes");
+        return NULL;
+    }
+    tk_httpd_ws *ws = tk_calloc(1, sizeof *ws);
+    ws->h = r->h;
+    ws->cfg = *cfg;
+    if (!ws->cfg.max_frame)
+        ws->cfg.max_frame = 1 << 20;
+    if (!ws->cfg.max_message)
+        ws->cfg.max_message = ws->cfg.max_frame;
+    if (!ws->cfg.max_queue)
+        ws->cfg.max_queue = 2 * ws->cfg.max_message + (1 << 20);
+    if (!ws->cfg.ping_s)
+        ws->cfg.ping_s = 30;
+    pthread_mutex_init(&ws->mu, NULL);
+    ws->refs = 2;
+    ws->fd = -1;
+    ws->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (ws->wake < 0)
+        tk_oom();
+    /* room past max_queue for the closing frame */
+    tk_buf_init(&ws->out, ws->cfg.max_queue + 256);
+    struct MHD_Response *resp = MHD_create_response_for_upgrade(ws_upgraded, ws);
+    if (!resp)
+        tk_oom();
+    MHD_add_response_header(resp, "Upgrade", "websocket");
+    MHD_add_response_header(resp, "Connection", "Upgrade");
+    MHD_add_response_header(resp, "Sec-WebSocket-Accept", acc);
+    tk_httpd *h = r->h;
+    pthread_mutex_lock(&h->lock);
+    ws->next = h->wss;
+    if (h->wss)
+        h->wss->prev = ws;
+    h->wss = ws;
+    h->nws++;
+    pthread_mutex_unlock(&h->lock);
+    r->ws = ws;
+    set_response(r, 101, resp);
+    return ws;
+}
+
+tk_status tk_httpd_ws_send(tk_httpd_ws *ws, int opcode, const void *data, size_t len)
+{
+    pthread_mutex_lock(&ws->mu);
+    if (ws->close_sent || ws->state == WS_DONE) {
+        pthread_mutex_unlock(&ws->mu);
+        return TK_ECLOSED;
+    }
+    tk_status st = ws_queue_locked(ws, opcode, data, len, 0);
+    if (st == TK_ETOOBIG)
+        ws_close_locked(ws, 1008, "the peer reads too slowly");
+    pthread_mutex_unlock(&ws->mu);
+    ws_wake(ws);
+    return st;
+}
+
+void tk_httpd_ws_close(tk_httpd_ws *ws, int code, const char *reason)
+{
+    pthread_mutex_lock(&ws->mu);
+    ws_close_locked(ws, code, reason);
+    pthread_mutex_unlock(&ws->mu);
+    ws_wake(ws);
+}
+
+size_t tk_httpd_ws_count(tk_httpd *h)
+{
+    pthread_mutex_lock(&h->lock);
+    size_t n = h->nws;
+    pthread_mutex_unlock(&h->lock);
+    return n;
+}
+
 /* ---------- request lifecycle ---------- */
 
 static void *uri_log_cb(void *cls, const char *uri, struct MHD_Connection *conn)
@@ -1177,7 +1590,10 @@ static void request_done(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!r)
         return;
     *con_cls = NULL;
-    conn_phase(r->h, r->c, CONN_WAIT);
+    if (r->ws)
+        ws_request_done(r);
+    else
+        conn_phase(r->h, r->c, CONN_WAIT);
     if (r->fwd) {
         pthread_mutex_lock(&r->h->clock);
         r->fwd->reqs--;
@@ -1627,6 +2043,7 @@ tk_httpd *tk_httpd_start(const tk_httpd_config *cfg, const tk_route *routes, siz
     pthread_mutex_init(&h->clock, NULL);
     pthread_cond_init(&h->qcond, NULL);
     pthread_cond_init(&h->hbcond, NULL);
+    pthread_cond_init(&h->wscond, NULL);
     h->listen_fd = -1;
     if (compile_routes(h, routes, nroutes, err, errlen) != TK_OK)
         goto fail;
@@ -1634,7 +2051,7 @@ tk_httpd *tk_httpd_start(const tk_httpd_config *cfg, const tk_route *routes, siz
     if (h->listen_fd < 0)
         goto fail;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-                     MHD_USE_ERROR_LOG;
+                     MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG;
     struct MHD_OptionItem opts[20];
     int k = 0;
     opts[k++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_logger, h};
@@ -1707,6 +2124,17 @@ void tk_httpd_stop(tk_httpd *h)
         if (conn)
             MHD_resume_connection(conn);
     }
+    /* Close every WebSocket and wait for their threads (each hands its socket
+     * back to MHD, which must have them all before it stops). */
+    for (tk_httpd_ws *ws = h->wss; ws; ws = ws->next) {
+        pthread_mutex_lock(&ws->mu);
+        ws_close_locked(ws, 1001, "the server is stopping");
+        pthread_mutex_unlock(&ws->mu);
+        ws_wake(ws);
+    }
+    int64_t until = tk_mono_ms() + WS_CLOSE_WAIT_MS + 2000;
+    while (h->nws_running > 0 && tk_mono_ms() < until)
+        tk_cond_wait_ms(&h->wscond, &h->lock, 200);
     pthread_mutex_unlock(&h->lock);
     MHD_stop_daemon(h->d);
     if (h->listen_fd >= 0)
@@ -1726,6 +2154,7 @@ void tk_httpd_stop(tk_httpd *h)
         pthread_mutex_destroy(&h->clock);
         pthread_cond_destroy(&h->qcond);
         pthread_cond_destroy(&h->hbcond);
+        pthread_cond_destroy(&h->wscond);
         free(h);
     }
 }

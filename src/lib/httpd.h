@@ -197,6 +197,62 @@ void tk_stream_on_writable(tk_stream *s, void (*fn)(void *ud), void *ud);
 /* Ends the response after what is queued; the caller must not use s afterwards. */
 void tk_stream_close(tk_stream *s);
 
+/* --- WebSockets (RFC 6455, version 13) ---
+ *
+ * A GET handler may take its connection over as a WebSocket:
+ *
+ *   tk_httpd_ws_config wc = {.on_message = msg, .on_close = gone, .ud = me};
+ *   tk_httpd_ws *ws = tk_httpd_ws_accept(req, &wc);  // NULL: answered 400/426
+ *   ... tk_httpd_ws_send(ws, TK_WS_TEXT, "hi", 2);    // from any thread
+ *   ... on_close runs once; then tk_httpd_ws_unref(ws)
+ *
+ * The handshake is checked (Upgrade: websocket, Connection: upgrade, a
+ * Sec-WebSocket-Key of 16 bytes, Sec-WebSocket-Version 13: another version is
+ * 426 with Sec-WebSocket-Version: 13, anything else wrong 400); no
+ * subprotocol and no extension is agreed. Once the 101 is sent, the
+ * connection has a thread of its own: it reads frames with lib/ws's reader
+ * (client frames must be masked; a frame over max_frame or a message over
+ * max_message is closed with 1009, a protocol error with 1002, bad UTF-8 with
+ * 1007), answers pings, pings an idle peer every ping_s and drops one that
+ * says nothing for twice that, and does the close handshake (a peer's close
+ * is echoed; ours waits up to 5 s for the echo). Writes never block the
+ * sender: they are queued, and a peer that lets more than max_queue bytes
+ * pile up is dropped (1008). The connection counts in the server's
+ * connection limits while it is open, and neither the idle nor the header
+ * deadlines apply to it. tk_httpd_stop closes every WebSocket (1001) and
+ * waits for their threads. */
+
+typedef struct tk_httpd_ws tk_httpd_ws;
+
+typedef struct {
+    size_t max_frame;   /* a frame's payload at most; 0 means 1 MiB */
+    size_t max_message; /* a message (fragments joined); 0 means max_frame */
+    size_t max_queue;   /* bytes queued for the peer at most; 0 means 2 x max_message + 1 MiB */
+    unsigned ping_s;    /* ping an idle peer this often; 0 means 30 */
+    /* A whole text or binary message (on the connection's thread). */
+    void (*on_message)(tk_httpd_ws *ws, int opcode, const char *data, size_t len, void *ud);
+    /* Once, when the connection has ended (the close code seen or sent; 1006
+     * when it just went); sends fail TK_ECLOSED from then on. */
+    void (*on_close)(tk_httpd_ws *ws, int code, void *ud);
+    void *ud;
+} tk_httpd_ws_config;
+
+/* Non-zero when the request asks for a WebSocket (an Upgrade: websocket header). */
+int tk_httpd_ws_requested(const tk_req *r);
+/* Accepts the upgrade (see above): the connection, with a reference for the
+ * caller, or NULL after responding 400/426. */
+tk_httpd_ws *tk_httpd_ws_accept(tk_req *r, const tk_httpd_ws_config *cfg);
+/* Queues one message (TK_WS_TEXT or TK_WS_BINARY) as a single frame. TK_ECLOSED
+ * once closing or closed; TK_ETOOBIG when it would pass max_queue (the peer is
+ * then dropped). Never blocks. */
+tk_status tk_httpd_ws_send(tk_httpd_ws *ws, int opcode, const void *data, size_t len);
+/* Starts the close handshake with code and reason (idempotent). */
+void tk_httpd_ws_close(tk_httpd_ws *ws, int code, const char *reason);
+/* Drops the caller's reference (the connection itself holds one until it ends). */
+void tk_httpd_ws_unref(tk_httpd_ws *ws);
+/* Number of open WebSockets (for tests and metrics). */
+size_t tk_httpd_ws_count(tk_httpd *h);
+
 /* "fd:N" names an inherited listening socket (socket activation; the server
  * uses it as it is and never unlinks its path): TK_OK with *fd set, TK_ENOENT
  * when listen is another form, TK_EINVAL when N is malformed. */
