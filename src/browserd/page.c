@@ -12,6 +12,7 @@
 
 #include "lib/json.h"
 #include "lib/tktime.h"
+#include "lib/utf8.h"
 
 #define CALL_TIMEOUT 15000
 
@@ -75,22 +76,13 @@ static tk_status eval(brd_session *s, const char *expr, json_t **value, char *er
 
 static const char INFO_JS[] = "({url: location.href, title: document.title})";
 
-/* s's length cut to at most max bytes on a character boundary */
-static size_t cut_len(const char *s, size_t n, size_t max)
-{
-    if (n <= max)
-        return n;
-    while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
-        max--;
-    return max;
-}
-
 static json_t *clean_info(json_t *v)
 {
     const char *url = tk_json_str(v, "url"), *title = tk_json_str(v, "title");
     size_t tn = title ? json_string_length(json_object_get(v, "title")) : 0;
     return tk_json_obj("url", json_string(url && strlen(url) <= BRD_PAGE_MAX_URL ? url : ""),
-                       "title", json_stringn(title ? title : "", cut_len(title, tn, 1000)), NULL);
+                       "title", json_stringn(title ? title : "", tk_utf8_cut(title, tn, 1000)),
+                       NULL);
 }
 
 tk_status brd_page_info(brd_session *s, json_t **info, char *err, size_t errlen)
@@ -209,7 +201,7 @@ static json_t *capped_string(json_t *v, size_t max)
         return json_string("");
     size_t n = json_string_length(v);
     return n <= max ? json_incref(v)
-                    : json_stringn(json_string_value(v), cut_len(json_string_value(v), n, max));
+                    : json_stringn(json_string_value(v), tk_utf8_cut(json_string_value(v), n, max));
 }
 
 tk_status brd_page_scrape(brd_session *s, unsigned formats, json_t **out, char *err, size_t errlen)
@@ -280,7 +272,7 @@ tk_status brd_page_text(brd_session *s, size_t max_chars, char **text, char *err
     const char *t = json_is_string(v) ? json_string_value(v) : "";
     size_t n = json_is_string(v) ? json_string_length(v) : 0;
     /* characters from the page, bytes here: a UTF-8 character is at most 4 */
-    *text = tk_strndup(t, cut_len(t, n, max_chars * 4));
+    *text = tk_strndup(t, tk_utf8_cut(t, n, max_chars * 4));
     json_decref(v);
     return TK_OK;
 }
@@ -332,7 +324,8 @@ static void put(outline *o, int depth, const char *fmt, ...)
     int n = snprintf(line, sizeof line, "%*s", d * 2, "");
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    if (vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap) >= (int)(sizeof line - (size_t)n))
+        line[tk_utf8_whole(line, strlen(line))] = '\0'; /* cut short: not inside a character */
     va_end(ap);
     if (o->out.len + strlen(line) + 2 > BRD_PAGE_MAX_OUTLINE - 32) {
         tk_buf_append(&o->out, "… (outline cut)\n", strlen("… (outline cut)\n"));
@@ -358,11 +351,8 @@ static void snip(char *out, size_t outlen, const char *s)
         sp = 0;
         out[j++] = c == '"' ? '\'' : (char)c;
     }
-    out[j] = '\0';
-    if (s[0] && j + 5 >= outlen)
-        /* cut on a character boundary */
-        while (j > 0 && ((unsigned char)out[j - 1] & 0xc0) == 0x80)
-            out[--j] = '\0';
+    /* cut short: drop a character the cap split */
+    out[tk_utf8_whole(out, j)] = '\0';
 }
 
 static void walk(outline *o, const json_t *node, int depth, const char *parent_name, int level)

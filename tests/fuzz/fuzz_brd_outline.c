@@ -1,12 +1,14 @@
 /* browserd's outline of an accessibility tree (brd_page_outline_of), fed
  * arbitrary JSON as Accessibility.getFullAXTree's nodes: cycles, repeats,
  * missing and mistyped fields. The outline stays within its cap, is valid
- * text, and every ref is a node id the input gave. */
+ * UTF-8 (jansson's strings are, so every cut must fall between characters),
+ * and every ref is a node id the input gave. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "browserd/page.h"
+#include "lib/utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -17,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int64_t *refs;
     size_t nrefs;
     char *text = brd_page_outline_of(nodes, &refs, &nrefs);
-    if (!text || strlen(text) > BRD_PAGE_MAX_OUTLINE)
+    if (!text || strlen(text) > BRD_PAGE_MAX_OUTLINE || !tk_utf8_valid(text, strlen(text)))
         __builtin_trap();
     for (size_t i = 0; i < nrefs; i++) {
         int found = 0;
