@@ -1,9 +1,11 @@
 // The Files tab: the chat's /workspace through the read-only API (reads use
 // getExistingOpenSandbox on the server: looking never starts a container),
 // previews of text, code, images and CSV (as a table), and downloads (the
-// server keeps a copy, then the browser saves it).
+// server keeps a copy, then the browser saves it); below, the workspace's
+// snapshots (snapshots.js).
 import { api, ApiError } from './api.js';
 import { clear, fmtBytes, h, icon } from './html.js';
+import { SnapshotsView } from './snapshots.js';
 import { renderPreview } from './ui.js';
 
 export class FilesView {
@@ -13,7 +15,8 @@ export class FilesView {
     this.status = h('p.files-status');
     this.preview = h('div.preview', { hidden: true });
     this.refreshBtn = h('button.icon-btn', { type: 'button', title: 'Refresh', 'aria-label': 'Refresh files', onclick: () => this.load() }, icon('retry'));
-    this.el = h('div.files', {}, h('div.pane-head', {}, h('span.path', { text: '/workspace' }), this.refreshBtn), this.status, this.tree, this.preview);
+    this.snapshots = new SnapshotsView({ onRestored: () => this.load() });
+    this.el = h('div.files', {}, h('div.pane-head', {}, h('span.path', { text: '/workspace' }), this.refreshBtn), this.status, this.tree, this.preview, this.snapshots.el);
     this.timer = null;
     this.loaded = false;
   }
@@ -23,6 +26,7 @@ export class FilesView {
     this.loaded = false;
     clear(this.tree);
     this.preview.hidden = true;
+    this.snapshots.setSession(id);
     this.status.textContent = id ? '' : 'Files the agent writes in this chat appear here.';
     if (id && this.isVisible()) this.load();
   }
@@ -47,6 +51,7 @@ export class FilesView {
     const sid = this.sessionId;
     if (!sid) return;
     this.loaded = true;
+    this.snapshots.load();
     try {
       const r = await api(`/api/sessions/${sid}/files?path=${encodeURIComponent('/workspace')}&depth=5`);
       if (sid !== this.sessionId) return;

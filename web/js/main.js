@@ -4,7 +4,7 @@
 //   sidebar.js   chats: new, rename, delete, search; the links to the other views
 //   chat.js      the conversation, from the session's event stream (events.js folds it)
 //   composer.js  the message box, model picker, skills menu, uploads
-//   panel.js     side panel tabs: files.js (Files), trace.js (Trace), memory.js (Memory)
+//   panel.js     side panel tabs: files.js (Files, with snapshots.js), trace.js (Trace), memory.js (Memory)
 //   ui.js        toast, confirm dialog, lane badge, file preview (for every module)
 // No framework and no build step: ES modules served from the binary.
 import { api, ApiError, setCsrf, setUnauthorizedHandler } from './api.js';
